@@ -1,0 +1,60 @@
+//===- TGInterfaces.h - precision interface of tg ---------------*- C++ -*-===//
+//
+// The precision interface (list class, compute type, operand roles) and the
+// C++ trait that gives each tg op its default list class.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_DIALECT_TG_IR_TGINTERFACES_H
+#define MP_DIALECT_TG_IR_TGINTERFACES_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include "mp/Dialect/TG/IR/TGEnums.h.inc"
+
+namespace mp::tg {
+namespace detail {
+/// The compute type recorded on `op`, or the storage type of its first
+/// floating-point data operand (first floating-point result if it has none).
+mlir::FloatType getComputeTypeOrDefault(mlir::Operation *op);
+/// Records `type` as the compute type of `op`; null clears it.
+void setComputeTypeAttr(mlir::Operation *op, mlir::FloatType type);
+/// Floating-point operands are data, all others are indices.
+OperandRole getDefaultOperandRole(mlir::Operation *op, unsigned index);
+/// Fails with a diagnostic when an operand or result of `op` is a tensor of
+/// more than `kMaxTensorElements` elements.
+llvm::LogicalResult verifyBoundedTensorSizes(mlir::Operation *op);
+} // namespace detail
+
+/// The largest number of elements a tg tensor may hold (2^48).
+constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
+
+namespace OpTrait {
+/// Gives an op its default list class for automatic mixed precision.
+template <PrecisionClass Class>
+struct DefaultPrecisionClass {
+  template <typename ConcreteOp>
+  class Impl : public mlir::OpTrait::TraitBase<ConcreteOp, Impl> {
+  public:
+    static constexpr PrecisionClass kDefaultPrecisionClass = Class;
+  };
+};
+
+/// Bounds the size of every tensor operand and result (see
+/// kMaxTensorElements).
+template <typename ConcreteOp>
+class BoundedTensorSizes
+    : public mlir::OpTrait::TraitBase<ConcreteOp, BoundedTensorSizes> {
+public:
+  static llvm::LogicalResult verifyTrait(mlir::Operation *op) {
+    return detail::verifyBoundedTensorSizes(op);
+  }
+};
+} // namespace OpTrait
+} // namespace mp::tg
+
+#include "mp/Dialect/TG/IR/TGInterfaces.h.inc"
+
+#endif // MP_DIALECT_TG_IR_TGINTERFACES_H

@@ -1,0 +1,68 @@
+//===- TGInterfaces.td - precision interface of the tg dialect -*- tablegen -*-===//
+//
+// The precision interface is how the mixed-precision passes see an op: which
+// list class it belongs to by default, which precision it computes in, and
+// what each operand is. Passes never switch on op names, so ops of other
+// dialects take part by attaching an external model.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_DIALECT_TG_IR_TGINTERFACES_TD
+#define MP_DIALECT_TG_IR_TGINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
+  let cppNamespace = "::mp::tg";
+  let description = [{
+    An op whose precision the mixed-precision passes may decide.
+
+    * `getDefaultPrecisionClass` names the list the op is on when the user
+      has not edited the lists: allow (runs in low precision), infer (follows
+      its neighbours), clear (precision-agnostic data movement) or deny (stays
+      in f32).
+    * `getComputeType` is the floating-point type the op computes and
+      accumulates in, or a null type for ops that do no arithmetic.
+      `setComputeType` records a decision.
+    * `getOperandRole` says whether an operand is data (its storage follows
+      the op's precision), a parameter (weights and state, whose storage is
+      independent) or an index (integer and boolean operands).
+  }];
+
+  let methods = [
+    StaticInterfaceMethod<
+      "The list class of this op when the user has not edited the lists.",
+      "::mp::tg::PrecisionClass", "getDefaultPrecisionClass", (ins), [{}], [{
+        return ConcreteOp::kDefaultPrecisionClass;
+      }]>,
+    StaticInterfaceMethod<
+      "Whether the op does floating-point arithmetic (has a compute type).",
+      "bool", "hasComputeType", (ins), [{}], [{
+        return ::llvm::is_contained(ConcreteOp::getAttributeNames(),
+                                    ::llvm::StringRef("compute"));
+      }]>,
+    InterfaceMethod<
+      "The type the op computes and accumulates in; null if it does no "
+      "arithmetic.",
+      "::mlir::FloatType", "getComputeType", (ins), [{}], [{
+        if (!$_op.hasComputeType())
+          return {};
+        return ::mp::tg::detail::getComputeTypeOrDefault($_op.getOperation());
+      }]>,
+    InterfaceMethod<
+      "Records the compute type; a null type clears it (the op then computes "
+      "in its storage type).",
+      "void", "setComputeType", (ins "::mlir::FloatType":$type), [{}], [{
+        ::mp::tg::detail::setComputeTypeAttr($_op.getOperation(), type);
+      }]>,
+    InterfaceMethod<
+      "The role of operand `index`.",
+      "::mp::tg::OperandRole", "getOperandRole", (ins "unsigned":$index),
+      [{}], [{
+        return ::mp::tg::detail::getDefaultOperandRole(
+            $_op.getOperation(), index);
+      }]>,
+  ];
+}
+
+#endif // MP_DIALECT_TG_IR_TGINTERFACES_TD

@@ -1,0 +1,912 @@
+//===- TGOps.td - tg dialect operations ---------------------*- tablegen -*-===//
+//
+// The operations of the training-graph dialect. Ops are defined through
+// layered base classes: `TG_Op` gives the dialect, `TG_ComputeOp` adds the
+// precision interface and the list class, and the elementwise, reduction and
+// gradient families below add their operands, format and type rules, so each
+// concrete op is a few lines plus its documentation.
+//
+// Shape rules that ODS constraints cannot say live in free functions in
+// TGShapes.cpp, shared by the verifiers and by result type inference.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_DIALECT_TG_IR_TGOPS_TD
+#define MP_DIALECT_TG_IR_TGOPS_TD
+
+include "mp/Dialect/TG/IR/TGBase.td"
+include "mp/Dialect/TG/IR/TGInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/CastInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+/// Every tensor an op touches holds at most 2^48 elements, so element counts
+/// and byte sizes never overflow in the passes or the runtime.
+def TG_BoundedTensorSizes : NativeOpTrait<"BoundedTensorSizes"> {
+  let cppNamespace = "::mp::tg::OpTrait";
+}
+
+class TG_Op<string mnemonic, list<Trait> traits = []>
+    : Op<TG_Dialect, mnemonic, !listconcat([TG_BoundedTensorSizes], traits)>;
+
+/// The default list class of an op, as a C++ trait that provides
+/// `kDefaultPrecisionClass` to the precision interface.
+class TG_ListClass<string cls>
+    : ParamNativeOpTrait<"DefaultPrecisionClass",
+                         "::mp::tg::PrecisionClass::" # cls> {
+  let cppNamespace = "::mp::tg::OpTrait";
+}
+
+/// An op the mixed-precision passes reason about. `cls` is its default list
+/// class; `overrides` names precision-interface methods the op implements
+/// itself (for example `getOperandRole`).
+class TG_PrecisionOp<string mnemonic, string cls, list<Trait> traits = [],
+                     list<string> overrides = []>
+    : TG_Op<mnemonic, !listconcat(traits, [
+        TG_ListClass<cls>,
+        DeclareOpInterfaceMethods<TG_PrecisionOpInterface, overrides>])>;
+
+/// A side-effect-free op that does floating-point arithmetic, with a
+/// `compute(<type>)` clause. Concrete ops list `$compute` in `arguments` as
+/// `OptionalAttr<TG_ComputeTypeAttr>:$compute`.
+class TG_ComputeOp<string mnemonic, string cls, list<Trait> traits = [],
+                   list<string> overrides = []>
+    : TG_PrecisionOp<mnemonic, cls, !listconcat(traits, [Pure]), overrides>;
+
+/// Elementwise binary arithmetic with numpy-style broadcasting. Both operands
+/// and the result share one element type.
+class TG_BinaryOp<string mnemonic, string cls, string sym>
+    : TG_ComputeOp<mnemonic, cls, [
+        InferTypeOpAdaptor,
+        AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "elementwise " # mnemonic # " with broadcasting";
+  let description = [{
+    Computes `lhs }] # sym # [{ rhs` element by element. The operand shapes
+    are broadcast against each other the way numpy does: aligned from the
+    trailing dimension, a dimension of 1 stretches to match the other, and
+    the result has the broadcast shape. The operands and the result share
+    one element type; the arithmetic is done in the compute type.
+
+    ```mlir
+    %0 = tg.}] # mnemonic # [{ %a, %b compute(f32)
+        : (tensor<8x16xf16>, tensor<16xf16>) -> tensor<8x16xf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mp::tg::inferBroadcastType(loc, adaptor.getLhs().getType(),
+                                          adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+
+/// Elementwise unary arithmetic: one operand, a result of the same type.
+class TG_UnaryOp<string mnemonic, string cls, string formula,
+                 list<Trait> traits = []>
+    : TG_ComputeOp<mnemonic, cls,
+                   !listconcat(traits, [SameOperandsAndResultType])> {
+  let summary = "elementwise " # mnemonic;
+  let description = [{
+    Computes `}] # formula # [{` element by element, in the compute type.
+
+    ```mlir
+    %0 = tg.}] # mnemonic # [{ %x : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`compute` `(` $compute^ `)`)? attr-dict `:` type($result)
+  }];
+}
+
+/// The gradient of an elementwise activation: `dx = dy * f'(...)`.
+class TG_ActivationGradOp<string mnemonic, string cls, string saved,
+                          string formula>
+    : TG_ComputeOp<mnemonic, cls, [SameOperandsAndResultType]> {
+  let summary = "gradient of an elementwise activation";
+  let description = [{
+    Given the gradient `dy` of the activation's output and the saved tensor
+    `}] # saved # [{`, computes `}] # formula # [{` element by element.
+
+    ```mlir
+    %dx = tg.}] # mnemonic # [{ %dy, %}] # saved # [{ : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$saved,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $saved (`compute` `(` $compute^ `)`)? attr-dict `:`
+    type($result)
+  }];
+}
+
+/// Softmax-like ops over one axis.
+class TG_AxisOp<string mnemonic, string formula>
+    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultType]> {
+  let summary = mnemonic # " along one axis";
+  let description = [{
+    Computes `}] # formula # [{` along `axis`, in the compute type and with
+    the maximum subtracted first for stability. `axis` must lie in
+    `[0, rank)`.
+
+    ```mlir
+    %y = tg.}] # mnemonic # [{ %x axis = 1 compute(f32) : tensor<8x10xf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_NonNegI64Attr:$axis,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis (`compute` `(` $compute^ `)`)? attr-dict `:`
+    type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::mp::tg::verifyAxis(getOperation(), "axis", getAxis(),
+                                  getType().getRank());
+    }
+  }];
+}
+
+/// The backward of a softmax-like op, given the op's output `y`.
+class TG_AxisGradOp<string mnemonic, string formula>
+    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultType]> {
+  let summary = "gradient of " # !subst("_grad", "", mnemonic);
+  let description = [{
+    Given the output gradient `dy` and the forward result `y`, computes
+    `}] # formula # [{` along `axis`.
+
+    ```mlir
+    %dx = tg.}] # mnemonic # [{ %dy, %y axis = 1 : tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$output,
+                       TG_NonNegI64Attr:$axis,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $output `axis` `=` $axis (`compute` `(` $compute^ `)`)?
+    attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::mp::tg::verifyAxis(getOperation(), "axis", getAxis(),
+                                  getType().getRank());
+    }
+  }];
+}
+
+/// Reductions over a set of axes.
+class TG_ReduceOp<string mnemonic, string what>
+    : TG_ComputeOp<mnemonic, "Deny", [
+        InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "reduction: " # what # " over axes";
+  let description = [{
+    Reduces `input` to its }] # what # [{ over `axes` (strictly increasing,
+    each in `[0, rank)`), accumulating in the compute type. With `keep_dims`
+    the reduced dimensions stay as size 1; otherwise they are removed.
+
+    ```mlir
+    %s = tg.}] # mnemonic # [{ %x axes = [1] keep_dims compute(f32)
+        : (tensor<8x16xbf16>) -> tensor<8x1xbf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keep_dims,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes (`keep_dims` $keep_dims^)?
+    (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mp::tg::inferReduceType(
+          loc, ::llvm::cast<::mlir::RankedTensorType>(
+                   adaptor.getInput().getType()),
+          adaptor.getAxes(), adaptor.getKeepDims(), types);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction
+//===----------------------------------------------------------------------===//
+
+def TG_MatmulOp : TG_ComputeOp<"matmul", "Allow", [
+    InferTypeOpAdaptor, AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "batched matrix multiplication";
+  let description = [{
+    Multiplies the two innermost dimensions of `lhs` and `rhs`; every outer
+    dimension is a batch dimension, broadcast numpy-style (so a rank-2
+    weight multiplies every matrix of a rank-3 activation). `transpose_lhs`
+    and `transpose_rhs` swap the two innermost dimensions of that operand
+    before the product.
+
+    With `lhs : [..., M, K]` and `rhs : [..., K, N]` (after the transposes)
+    the result is `[..., M, N]`. Operands and result share one storage type;
+    products are accumulated in the compute type, so an `f16` matmul that
+    accumulates in `f32` is
+
+    ```mlir
+    %c = tg.matmul %a, %w transpose_rhs compute(f32)
+        : (tensor<4x64x128xf16>, tensor<256x128xf16>) -> tensor<4x64x256xf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? (`compute` `(` $compute^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def TG_AddOp : TG_BinaryOp<"add", "Infer", "+">;
+def TG_SubOp : TG_BinaryOp<"sub", "Infer", "-">;
+def TG_MulOp : TG_BinaryOp<"mul", "Infer", "*">;
+def TG_DivOp : TG_BinaryOp<"div", "Infer", "/">;
+def TG_MaximumOp : TG_BinaryOp<"maximum", "Infer", "max">;
+def TG_MinimumOp : TG_BinaryOp<"minimum", "Infer", "min">;
+
+def TG_NegOp : TG_UnaryOp<"neg", "Infer", "-x"> { let hasFolder = 1; }
+def TG_ReluOp : TG_UnaryOp<"relu", "Clear", "max(x, 0)">;
+def TG_TanhOp : TG_UnaryOp<"tanh", "Infer", "tanh(x)">;
+def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "Infer", "1 / (1 + exp(-x))">;
+def TG_ExpOp : TG_UnaryOp<"exp", "Deny", "exp(x)">;
+def TG_LogOp : TG_UnaryOp<"log", "Deny", "log(x)">;
+def TG_SqrtOp : TG_UnaryOp<"sqrt", "Infer", "sqrt(x)">;
+def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "Deny", "1 / sqrt(x)">;
+def TG_SquareOp : TG_UnaryOp<"square", "Infer", "x * x">;
+
+def TG_GeluOp : TG_ComputeOp<"gelu", "Infer", [SameOperandsAndResultType]> {
+  let summary = "elementwise gaussian error linear unit";
+  let description = [{
+    Computes `x * Phi(x)` with `Phi` the standard normal CDF, exactly (with
+    `erf`) or, with `tanh_approx`, as
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+
+    ```mlir
+    %y = tg.gelu %x tanh_approx : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, UnitAttr:$tanh_approx,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`tanh_approx` $tanh_approx^)? (`compute` `(` $compute^ `)`)?
+    attr-dict `:` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and normalisation
+//===----------------------------------------------------------------------===//
+
+def TG_SoftmaxOp : TG_AxisOp<"softmax", "exp(x - max) / sum(exp(x - max))">;
+def TG_LogSoftmaxOp
+    : TG_AxisOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
+
+def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
+    [InferTypeOpAdaptor, AllTypesMatch<["scale", "bias"]>,
+     AllTypesMatch<["mean", "rstd"]>], ["getOperandRole"]> {
+  let summary = "layer normalisation, with saved statistics";
+  let description = [{
+    Normalises `input` over the dimensions `[axis, rank)`:
+    `y = (x - mean) * rstd * scale + bias` with
+    `rstd = 1 / sqrt(var + epsilon)` (biased variance). `scale` and `bias`
+    have the normalised shape `input.shape[axis:]` and may be stored in
+    another precision than `input` (they are parameters). The op also
+    returns `mean` and `rstd`, of shape `input.shape[:axis]`, for the
+    backward pass; their element type is the compute type.
+
+    A layer norm between two f16 matmuls reads f16, computes in f32 and
+    writes f16:
+
+    ```mlir
+    %y, %mean, %rstd = tg.layer_norm %x, %g, %b axis = 2 epsilon = 1.0e-05
+        compute(f32)
+        : (tensor<4x64x256xf16>, tensor<256xf32>, tensor<256xf32>)
+        -> (tensor<4x64x256xf16>, tensor<4x64xf32>, tensor<4x64xf32>)
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_FloatTensor:$scale,
+                       TG_FloatTensor:$bias, TG_NonNegI64Attr:$axis,
+                       TG_PositiveF32Attr:$epsilon,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result, TG_FloatTensor:$mean,
+                      TG_FloatTensor:$rstd);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `axis` `=` $axis `epsilon` `=` $epsilon
+    (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def TG_ReduceSumOp : TG_ReduceOp<"reduce_sum", "sum">;
+def TG_ReduceMeanOp : TG_ReduceOp<"reduce_mean", "mean">;
+def TG_ReduceMaxOp : TG_ReduceOp<"reduce_max", "maximum">;
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Ops that move or select elements without arithmetic: no compute type, and
+/// precision-agnostic (clear list) by default.
+class TG_MovementOp<string mnemonic, list<Trait> traits = []>
+    : TG_PrecisionOp<mnemonic, "Clear", !listconcat(traits, [Pure])>;
+
+def TG_TransposeOp : TG_MovementOp<"transpose", [
+    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "permutes the dimensions of a tensor";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`; `permutation`
+    must be a permutation of `[0, rank)`.
+
+    ```mlir
+    %t = tg.transpose %x permutation = [0, 2, 1, 3]
+        : (tensor<2x8x4x16xf16>) -> tensor<2x4x8x16xf16>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `permutation` `=` $permutation attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def TG_ReshapeOp : TG_MovementOp<"reshape", [
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "reinterprets the shape of a tensor";
+  let description = [{
+    Returns the elements of `input` in row-major order with the result's
+    shape; both must hold the same number of elements.
+
+    ```mlir
+    %r = tg.reshape %x : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$input);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TG_BroadcastToOp : TG_MovementOp<"broadcast_to", [
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "broadcasts a tensor to a larger shape";
+  let description = [{
+    Broadcasts `input` to the result's shape with numpy rules: dimensions
+    are aligned from the right, and each input dimension must equal the
+    result's or be 1.
+
+    ```mlir
+    %b = tg.broadcast_to %bias : (tensor<64xf32>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$input);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TG_ConcatOp : TG_MovementOp<"concat", [InferTypeOpAdaptor]> {
+  let summary = "concatenates tensors along an axis";
+  let description = [{
+    Joins the `inputs` along `axis`. All inputs have the same rank and
+    element type and agree on every dimension but `axis`.
+
+    ```mlir
+    %c = tg.concat %a, %b axis = 1
+        : (tensor<4x8xf32>, tensor<4x24xf32>) -> tensor<4x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_AnyTensor>:$inputs,
+                       TG_NonNegI64Attr:$axis);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def TG_SliceOp : TG_MovementOp<"slice", [
+    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "extracts a strided box from a tensor";
+  let description = [{
+    Selects, in every dimension `d`, the `sizes[d]` elements starting at
+    `offsets[d]` with step `strides[d]` (1 when `strides` is absent). The
+    selection must lie inside the input.
+
+    ```mlir
+    %s = tg.slice %x offsets = [0, 16] sizes = [4, 16]
+        : (tensor<4x64xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `offsets` `=` $offsets `sizes` `=` $sizes
+    (`strides` `=` $strides^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def TG_GatherOp : TG_MovementOp<"gather", [
+    InferTypeOpAdaptor, AllElementTypesMatch<["table", "result"]>]> {
+  let summary = "embedding lookup: gathers rows of a table by integer ids";
+  let description = [{
+    With `table : [V, D...]` and integer `ids` of any shape `[I...]`, the
+    result is `[I..., D...]` and holds row `ids[i]` of the table at `i`.
+    An id outside `[0, V)` is undefined behaviour; the runtimes clamp it.
+
+    ```mlir
+    %e = tg.gather %table[%ids]
+        : (tensor<1000x64xf32>, tensor<8x16xi32>) -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$table, TG_IntTensor:$ids);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and casts
+//===----------------------------------------------------------------------===//
+
+def TG_ConstantOp : TG_Op<"constant", [
+    ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A tensor whose value is an elements attribute of the result type.
+
+    ```mlir
+    %c = tg.constant dense<1.0> : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def TG_CastOp : TG_Op<"cast", [
+    Pure, DeclareOpInterfaceMethods<CastOpInterface>]> {
+  let summary = "converts the element type of a tensor";
+  let description = [{
+    Converts each element to the result's element type; the shape does not
+    change. Floating-point conversions round to nearest even; integer
+    conversions sign-extend or truncate.
+
+    `tg.cast` folds an identity cast, and a round trip `T -> U -> T` where
+    every value of `T` is exact in `U` (`f16 -> f32 -> f16`); it never folds
+    a lossy round trip such as `f32 -> f16 -> f32`. A cast of a constant
+    folds to the converted constant.
+
+    ```mlir
+    %h = tg.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$input);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def TG_SoftmaxCrossEntropyOp
+    : TG_ComputeOp<"softmax_cross_entropy", "Deny"> {
+  let summary = "softmax cross-entropy with integer labels, mean over batch";
+  let description = [{
+    With `logits : [..., C]` and integer `labels : [...]` (one class per
+    position), returns the mean over all positions of
+    `-log_softmax(logits)[label]` as a rank-0 tensor. Labels outside
+    `[0, C)` contribute zero. The result's element type may differ from the
+    logits' (a loss in f32 from f16 logits).
+
+    ```mlir
+    %loss = tg.softmax_cross_entropy %logits, %labels compute(f32)
+        : (tensor<32x10xf16>, tensor<32xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$logits, TG_IntTensor:$labels,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatScalar:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_MseLossOp : TG_ComputeOp<"mse_loss", "Deny", [
+    AllTypesMatch<["prediction", "target"]>]> {
+  let summary = "mean squared error";
+  let description = [{
+    Returns `mean((prediction - target)^2)` over all elements as a rank-0
+    tensor.
+
+    ```mlir
+    %loss = tg.mse_loss %y, %t : (tensor<32x4xf32>, tensor<32x4xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$prediction, TG_FloatTensor:$target,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatScalar:$loss);
+  let assemblyFormat = [{
+    $prediction `,` $target (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+def TG_ReluGradOp : TG_ActivationGradOp<"relu_grad", "Clear", "input",
+                                        "dy * (x > 0 ? 1 : 0)">;
+def TG_TanhGradOp : TG_ActivationGradOp<"tanh_grad", "Infer", "output",
+                                        "dy * (1 - y * y)">;
+def TG_SigmoidGradOp : TG_ActivationGradOp<"sigmoid_grad", "Infer", "output",
+                                           "dy * y * (1 - y)">;
+
+def TG_GeluGradOp : TG_ComputeOp<"gelu_grad", "Infer",
+                                 [SameOperandsAndResultType]> {
+  let summary = "gradient of gelu";
+  let description = [{
+    Given `dy` and the forward input `x`, computes `dy * gelu'(x)`, for the
+    exact or (`tanh_approx`) approximate form, matching `tg.gelu`.
+
+    ```mlir
+    %dx = tg.gelu_grad %dy, %x : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$saved,
+                       UnitAttr:$tanh_approx,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $saved (`tanh_approx` $tanh_approx^)?
+    (`compute` `(` $compute^ `)`)? attr-dict `:` type($result)
+  }];
+}
+
+def TG_SoftmaxGradOp
+    : TG_AxisGradOp<"softmax_grad", "y * (dy - sum(dy * y))">;
+def TG_LogSoftmaxGradOp
+    : TG_AxisGradOp<"log_softmax_grad", "dy - exp(y) * sum(dy)">;
+
+def TG_LayerNormGradOp : TG_ComputeOp<"layer_norm_grad", "Deny", [
+    InferTypeOpAdaptor, AllTypesMatch<["grad", "input"]>,
+    AllTypesMatch<["mean", "rstd"]>], ["getOperandRole"]> {
+  let summary = "gradient of layer_norm";
+  let description = [{
+    Given the output gradient `dy`, the forward `input`, `scale`, and the
+    `mean` and `rstd` saved by `tg.layer_norm`, returns the gradients of the
+    input, the scale and the bias. Shapes follow `tg.layer_norm` with the
+    same `axis`.
+
+    ```mlir
+    %dx, %dg, %db = tg.layer_norm_grad %dy, %x, %g, %mean, %rstd axis = 1
+        : (tensor<8x64xf32>, tensor<8x64xf32>, tensor<64xf32>, tensor<8xf32>,
+           tensor<8xf32>) -> (tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
+                       TG_FloatTensor:$scale, TG_FloatTensor:$mean,
+                       TG_FloatTensor:$rstd, TG_NonNegI64Attr:$axis,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$input_grad, TG_FloatTensor:$scale_grad,
+                      TG_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $scale `,` $mean `,` $rstd `axis` `=` $axis
+    (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def TG_SoftmaxCrossEntropyGradOp
+    : TG_ComputeOp<"softmax_cross_entropy_grad", "Deny", [
+        AllTypesMatch<["logits", "result"]>], ["getOperandRole"]> {
+  let summary = "gradient of softmax_cross_entropy with respect to logits";
+  let description = [{
+    Given the loss gradient `dloss` (rank 0, the seed of the backward pass),
+    returns `dloss * (softmax(logits) - onehot(labels)) / N` where `N` is
+    the number of label positions; positions with an out-of-range label get
+    a zero gradient.
+
+    ```mlir
+    %dlogits = tg.softmax_cross_entropy_grad %seed, %logits, %labels
+        : (tensor<f32>, tensor<32x10xf32>, tensor<32xi32>) -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatScalar:$loss_grad, TG_FloatTensor:$logits,
+                       TG_IntTensor:$labels,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $loss_grad `,` $logits `,` $labels (`compute` `(` $compute^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_MseLossGradOp : TG_ComputeOp<"mse_loss_grad", "Deny", [
+    AllTypesMatch<["prediction", "target", "result"]>]> {
+  let summary = "gradient of mse_loss with respect to the prediction";
+  let description = [{
+    Returns `dloss * 2 * (prediction - target) / numel`.
+
+    ```mlir
+    %dy = tg.mse_loss_grad %seed, %y, %t
+        : (tensor<f32>, tensor<32x4xf32>, tensor<32x4xf32>) -> tensor<32x4xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatScalar:$loss_grad, TG_FloatTensor:$prediction,
+                       TG_FloatTensor:$target,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $loss_grad `,` $prediction `,` $target (`compute` `(` $compute^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TG_GatherGradOp : TG_ComputeOp<"gather_grad", "Deny", [
+    AllElementTypesMatch<["grad", "result"]>]> {
+  let summary = "gradient of gather: scatter-add of rows";
+  let description = [{
+    Returns a table of the result's shape `[V, D...]`, zero except that row
+    `ids[i]` accumulates `grad[i]` for every position `i` (repeated ids add
+    up, in the compute type). `grad` has shape `[I..., D...]` for `ids` of
+    shape `[I...]`.
+
+    ```mlir
+    %dtable = tg.gather_grad %dy[%ids]
+        : (tensor<8x16x64xf32>, tensor<8x16xi32>) -> tensor<1000x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$grad, TG_IntTensor:$ids,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `[` $ids `]` (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+def TG_SgdUpdateOp : TG_ComputeOp<"sgd_update", "Deny", [
+    AttrSizedOperandSegments, AllTypesMatch<["param", "new_param"]>],
+    ["getOperandRole"]> {
+  let summary = "stochastic gradient descent update, optionally with momentum";
+  let description = [{
+    Returns the updated parameter (and momentum buffer), following
+    `torch.optim.SGD`: with `g = grad + weight_decay * param`,
+
+    * without momentum: `param' = param - lr * g`;
+    * with `momentum = mu > 0` and buffer `b`: `b' = mu * b + g` and
+      `param' = param - lr * b'` (or `param - lr * (g + mu * b')` with
+      `nesterov`).
+
+    The `momentum_buffer` operand and result are present exactly when `mu`
+    is non-zero. When the optional `skip_if` predicate is true the results
+    are bit-identical copies of the inputs: the update is skipped on the
+    device, with no host round trip (loss scaling uses this on overflow).
+
+    ```mlir
+    %w1, %b1 = tg.sgd_update %w, %g momentum_buffer(%b) skip_if(%found_inf)
+        {lr = 0.1 : f32, momentum = 0.9 : f32}
+        : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<i1>)
+        -> (tensor<64x32xf32>, tensor<64x32xf32>)
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       Optional<TG_FloatTensor>:$momentum_buffer,
+                       Optional<TG_Predicate>:$skip_if,
+                       F32Attr:$lr,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$momentum,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                       UnitAttr:$nesterov,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$new_param,
+                      Optional<TG_FloatTensor>:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad (`momentum_buffer` `(` $momentum_buffer^ `)`)?
+    (`skip_if` `(` $skip_if^ `)`)? (`compute` `(` $compute^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_AdamUpdateOp : TG_ComputeOp<"adam_update", "Deny", [
+    AllTypesMatch<["param", "new_param"]>,
+    AllTypesMatch<["first_moment", "second_moment", "new_first_moment",
+                   "new_second_moment"]>,
+    AllTypesMatch<["step", "new_step"]>], ["getOperandRole"]> {
+  let summary = "Adam update, optionally with decoupled weight decay (AdamW)";
+  let description = [{
+    Follows `torch.optim.Adam` / `AdamW`. `step` is this parameter's count
+    of applied updates; with `t = step + 1`:
+
+    ```
+    m' = beta1 * m + (1 - beta1) * g
+    v' = beta2 * v + (1 - beta2) * g^2
+    param' = param * (1 - lr * weight_decay)
+             - lr * (m' / (1 - beta1^t)) / (sqrt(v' / (1 - beta2^t)) + epsilon)
+    step' = t
+    ```
+
+    A non-zero `weight_decay` is decoupled (AdamW). When the optional
+    `skip_if` predicate is true, every result is a bit-identical copy of the
+    corresponding input, the step counter included.
+
+    ```mlir
+    %w1, %m1, %v1, %t1 = tg.adam_update %w, %g, %m, %v, %t
+        {lr = 1.0e-03 : f32}
+        : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>,
+           tensor<i64>)
+        -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<i64>)
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$param, TG_FloatTensor:$grad,
+                       TG_FloatTensor:$first_moment,
+                       TG_FloatTensor:$second_moment,
+                       TG_CounterScalar:$step,
+                       Optional<TG_Predicate>:$skip_if,
+                       F32Attr:$lr,
+                       DefaultValuedAttr<F32Attr, "0.9f">:$beta1,
+                       DefaultValuedAttr<F32Attr, "0.999f">:$beta2,
+                       DefaultValuedAttr<F32Attr, "1.0e-8f">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$new_param,
+                      TG_FloatTensor:$new_first_moment,
+                      TG_FloatTensor:$new_second_moment,
+                      TG_CounterScalar:$new_step);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $first_moment `,` $second_moment `,` $step
+    (`skip_if` `(` $skip_if^ `)`)? (`compute` `(` $compute^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Loss scaling
+//===----------------------------------------------------------------------===//
+
+def TG_ApplyLossScaleOp : TG_ComputeOp<"apply_loss_scale", "Deny", [
+    AllTypesMatch<["input", "result"]>], ["getOperandRole"]> {
+  let summary = "multiplies a tensor by the loss scale";
+  let description = [{
+    Returns `input * scale` with `scale` the rank-0 f32 loss scale. The
+    loss-scaling pass applies it to the seed of the backward pass, so every
+    gradient carries the scale.
+
+    ```mlir
+    %seed = tg.apply_loss_scale %one, %scale : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_F32Scalar:$scale,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def TG_UnscaleGradsOp : TG_ComputeOp<"unscale_grads", "Deny", [],
+                                     ["getOperandRole"]> {
+  let summary = "unscales gradients and checks them for non-finite values";
+  let description = [{
+    Multiplies every gradient by `1 / scale` (the reciprocal computed in
+    double and rounded to f32, as `torch.amp.GradScaler` does) and returns
+    the unscaled gradients together with `found_inf`, true when any element
+    of any unscaled gradient is an infinity or a NaN. The check covers all
+    gradients at once, so a runtime can do it in one pass over memory.
+
+    ```mlir
+    %g0u, %g1u, %found_inf = tg.unscale_grads %g0, %g1 by %scale
+        : (tensor<64x32xf32>, tensor<32xf32>, tensor<f32>)
+        -> (tensor<64x32xf32>, tensor<32xf32>, tensor<i1>)
+    ```
+  }];
+  let arguments = (ins Variadic<TG_FloatTensor>:$grads, TG_F32Scalar:$scale,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs Variadic<TG_FloatTensor>:$unscaled,
+                      TG_Predicate:$found_inf);
+  let assemblyFormat = [{
+    $grads `by` $scale (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_UpdateLossScaleOp : TG_ComputeOp<"update_loss_scale", "Deny", [
+    AllTypesMatch<["scale", "new_scale"]>,
+    AllTypesMatch<["good_steps", "new_good_steps"]>], ["getOperandRole"]> {
+  let summary = "dynamic loss-scale update";
+  let description = [{
+    The update of `torch.amp.GradScaler`: if `found_inf`, the scale is
+    multiplied by `backoff_factor` (not below `min_scale`) and the count of
+    good steps resets to 0; otherwise the count increases, and when it
+    reaches `growth_interval` the scale is multiplied by `growth_factor`
+    (only if the result is finite and not above `max_scale`) and the count
+    resets. Requires `growth_factor > 1`, `0 < backoff_factor < 1`,
+    `growth_interval >= 1` and `0 < min_scale <= max_scale` when given.
+
+    ```mlir
+    %s1, %n1 = tg.update_loss_scale %s, %n, %found_inf
+        {growth_factor = 2.0 : f32, backoff_factor = 0.5 : f32,
+         growth_interval = 2000 : i64}
+        : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
+    ```
+  }];
+  let arguments = (ins TG_F32Scalar:$scale, TG_CounterScalar:$good_steps,
+                       TG_Predicate:$found_inf,
+                       DefaultValuedAttr<F32Attr, "2.0f">:$growth_factor,
+                       DefaultValuedAttr<F32Attr, "0.5f">:$backoff_factor,
+                       DefaultValuedAttr<I64Attr, "2000">:$growth_interval,
+                       OptionalAttr<F32Attr>:$min_scale,
+                       OptionalAttr<F32Attr>:$max_scale,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_F32Scalar:$new_scale,
+                      TG_CounterScalar:$new_good_steps);
+  let assemblyFormat = [{
+    $scale `,` $good_steps `,` $found_inf (`compute` `(` $compute^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // MP_DIALECT_TG_IR_TGOPS_TD

@@ -1,0 +1,84 @@
+//===- TGDialect.cpp - the tg dialect -------------------------------------===//
+//
+// Dialect registration, constant materialisation, and verification of the
+// discardable `tg.*` attributes that make up the training-step convention.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Dialect/TG/IR/TGDialect.h"
+
+#include "mp/Dialect/TG/IR/TGOps.h"
+#include "mp/Dialect/TG/IR/TrainStep.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mp::tg;
+
+#include "mp/Dialect/TG/IR/TGOpsDialect.cpp.inc"
+
+void TGDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "mp/Dialect/TG/IR/TGOps.cpp.inc"
+      >();
+}
+
+Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
+/// Checks that `attr` is a non-empty string.
+static LogicalResult verifyName(Operation *op, NamedAttribute attr,
+                                StringRef where) {
+  auto str = dyn_cast<StringAttr>(attr.getValue());
+  if (!str || str.getValue().empty())
+    return op->emitError() << "'" << attr.getName() << "' on " << where
+                           << " must be a non-empty string naming it";
+  return success();
+}
+
+LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  if (attr.getName() != kTrainStepAttr)
+    return op->emitError() << "unknown tg attribute '" << attr.getName()
+                           << "' on an operation";
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'" << kTrainStepAttr << "' must be a unit "
+                           << "attribute";
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitError() << "'" << kTrainStepAttr
+                           << "' applies to function ops only";
+  return getTrainStepSignature(fn);
+}
+
+LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kParamAttr || name == kStateAttr || name == kInputAttr ||
+      name == kLabelAttr)
+    return verifyName(op, attr, "argument #" + std::to_string(argIndex));
+  return op->emitError() << "unknown tg argument attribute '" << name << "'";
+}
+
+LogicalResult TGDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kLossAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kLossAttr
+                             << "' must be a unit attribute";
+    return success();
+  }
+  if (name == kUpdateAttr || name == kOutputAttr)
+    return verifyName(op, attr, "result #" + std::to_string(resultIndex));
+  return op->emitError() << "unknown tg result attribute '" << name << "'";
+}

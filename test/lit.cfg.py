@@ -1,0 +1,36 @@
+# -*- Python -*-
+# lit configuration of the mp regression suite. lit.site.cfg.py forwards the
+# CMake values; everything else is decided here.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "MP"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mp_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%mp_src_root", config.mp_src_root))
+config.substitutions.append(("%mp_obj_root", config.mp_obj_root))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%cmake_generator", config.cmake_generator))
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%mlir_dir", config.mlir_dir))
+config.substitutions.append(("%cxx", config.cxx_compiler))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
+tools = ["mp-opt", "mlir-opt"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The slow embedding test builds a separate CMake project.
+if os.environ.get("MP_SKIP_SLOW_TESTS"):
+    config.available_features.add("skip-slow")
