@@ -565,6 +565,13 @@ LogicalResult GatherGradOp::verify() {
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
+/// `value` printed as with %g, for diagnostics.
+static std::string fmt(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", value);
+  return buf;
+}
+
 /// Checks that a float attribute is finite and within [lo, hi) (or [lo, hi]).
 static LogicalResult checkRange(Operation *op, StringRef name, float value,
                                 float lo, float hi, bool hiInclusive,
@@ -572,7 +579,7 @@ static LogicalResult checkRange(Operation *op, StringRef name, float value,
   bool ok = std::isfinite(value) && value >= lo &&
             (hiInclusive ? value <= hi : value < hi);
   if (!ok)
-    return op->emitOpError() << "attribute '" << name << "' = " << value
+    return op->emitOpError() << "attribute '" << name << "' = " << fmt(value)
                              << " must be in " << range;
   return success();
 }
@@ -604,7 +611,7 @@ LogicalResult SgdUpdateOp::verify() {
   if (hasBuffer != (mu != 0))
     return emitOpError() << "a momentum_buffer operand is required exactly "
                             "when 'momentum' is non-zero (momentum = "
-                         << mu << ")";
+                         << fmt(mu) << ")";
   if (static_cast<bool>(getNewMomentumBuffer()) != hasBuffer)
     return emitOpError("the new momentum buffer result must be present "
                        "exactly when a momentum_buffer operand is");
@@ -687,11 +694,11 @@ LogicalResult UpdateLossScaleOp::verify() {
   float inf = std::numeric_limits<float>::infinity();
   float growth = getGrowthFactor().convertToFloat();
   if (!(std::isfinite(growth) && growth > 1))
-    return emitOpError() << "attribute 'growth_factor' = " << growth
+    return emitOpError() << "attribute 'growth_factor' = " << fmt(growth)
                          << " must be finite and greater than 1";
   float backoff = getBackoffFactor().convertToFloat();
   if (!(backoff > 0 && backoff < 1))
-    return emitOpError() << "attribute 'backoff_factor' = " << backoff
+    return emitOpError() << "attribute 'backoff_factor' = " << fmt(backoff)
                          << " must be in (0, 1)";
   if (getGrowthInterval() < 1)
     return emitOpError() << "attribute 'growth_interval' = "
@@ -700,18 +707,18 @@ LogicalResult UpdateLossScaleOp::verify() {
   if (auto m = getMinScale()) {
     lo = m->convertToFloat();
     if (!(*lo > 0 && *lo < inf))
-      return emitOpError() << "attribute 'min_scale' = " << *lo
+      return emitOpError() << "attribute 'min_scale' = " << fmt(*lo)
                            << " must be positive and finite";
   }
   if (auto m = getMaxScale()) {
     hi = m->convertToFloat();
     if (!(*hi > 0 && *hi < inf))
-      return emitOpError() << "attribute 'max_scale' = " << *hi
+      return emitOpError() << "attribute 'max_scale' = " << fmt(*hi)
                            << " must be positive and finite";
   }
   if (lo && hi && *lo > *hi)
-    return emitOpError() << "'min_scale' = " << *lo
-                         << " exceeds 'max_scale' = " << *hi;
+    return emitOpError() << "'min_scale' = " << fmt(*lo)
+                         << " exceeds 'max_scale' = " << fmt(*hi);
   return success();
 }
 
