@@ -38,7 +38,7 @@ static LogicalResult verifyName(Operation *op, NamedAttribute attr,
                                 StringRef where) {
   auto str = dyn_cast<StringAttr>(attr.getValue());
   if (!str || str.getValue().empty())
-    return op->emitError() << "'" << attr.getName() << "' on " << where
+    return op->emitError() << "'" << attr.getName().getValue() << "' on " << where
                            << " must be a non-empty string naming it";
   return success();
 }
@@ -46,7 +46,7 @@ static LogicalResult verifyName(Operation *op, NamedAttribute attr,
 LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   if (attr.getName() != kTrainStepAttr)
-    return op->emitError() << "unknown tg attribute '" << attr.getName()
+    return op->emitError() << "unknown tg attribute '" << attr.getName().getValue()
                            << "' on an operation";
   if (!isa<UnitAttr>(attr.getValue()))
     return op->emitError() << "'" << kTrainStepAttr << "' must be a unit "
