@@ -27,6 +27,10 @@ config.substitutions.append(("%cxx", config.cxx_compiler))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
+# `not`, `count` and FileCheck come from the LLVM tools directory.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.mp_tools_dir, append_path=True)
+
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = ["mp-opt", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
