@@ -6,14 +6,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/InitAll.h"
+#include "mp/Tools/OptMain.h"
 
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mp::registerAllDialects(registry);
   mp::registerAllPasses();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "mp optimizer driver\n", registry));
+  return mp::optMain(argc, argv, "mp optimizer driver\n", registry);
 }

@@ -209,3 +209,11 @@ func.func @state_is_updated(%m: tensor<f32> {tg.state = "m"}, %l: tensor<f32> {t
     -> (tensor<f32> {tg.loss}) attributes {tg.train_step} {
   return %l : tensor<f32>
 }
+
+// -----
+
+// Rule: names are valid UTF-8 (they go into checkpoints and reports).
+// expected-error @+1 {{'tg.input' on argument #0 must be valid UTF-8}}
+func.func @names_are_utf8(%x: tensor<4xf32> {tg.input = "\FF\FE"}) {
+  return
+}

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace mp::tg;
@@ -33,13 +34,17 @@ Operation *TGDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return ConstantOp::create(builder, loc, type, elements);
 }
 
-/// Checks that `attr` is a non-empty string.
+/// Checks that `attr` is a non-empty UTF-8 string: names end up in
+/// checkpoint headers and JSON reports.
 static LogicalResult verifyName(Operation *op, NamedAttribute attr,
                                 StringRef where) {
   auto str = dyn_cast<StringAttr>(attr.getValue());
   if (!str || str.getValue().empty())
-    return op->emitError() << "'" << attr.getName().getValue() << "' on " << where
-                           << " must be a non-empty string naming it";
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << where << " must be a non-empty string naming it";
+  if (!llvm::json::isUTF8(str.getValue()))
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << where << " must be valid UTF-8";
   return success();
 }
 

@@ -1,0 +1,25 @@
+//===- OptMain.h - the mp-opt driver -----------------------------*- C++ -*-===//
+//
+// mlir-opt's driver with mp's input guard in front of the parser.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_TOOLS_OPTMAIN_H
+#define MP_TOOLS_OPTMAIN_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace mp {
+
+/// Parses the mlir-opt command line, reads the input, checks it with
+/// checkInputNesting and runs MlirOptMain on it. Returns the exit code.
+int optMain(int argc, char **argv, llvm::StringRef toolName,
+            mlir::DialectRegistry &registry);
+
+} // namespace mp
+
+#endif // MP_TOOLS_OPTMAIN_H
