@@ -10,9 +10,18 @@
 
 #include "mlir/IR/DialectRegistry.h"
 
+#ifdef MP_INCLUDE_TESTS
+namespace mp::test {
+void registerTestPrecisionInterface(mlir::DialectRegistry &registry);
+} // namespace mp::test
+#endif
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mp::registerAllDialects(registry);
   mp::registerAllPasses();
+#ifdef MP_INCLUDE_TESTS
+  mp::test::registerTestPrecisionInterface(registry);
+#endif
   return mp::optMain(argc, argv, "mp optimizer driver\n", registry);
 }

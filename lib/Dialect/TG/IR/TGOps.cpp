@@ -190,22 +190,17 @@ checkLayerNormShapes(std::optional<Location> loc, RankedTensorType input,
   return SmallVector<int64_t>(input.getShape().take_front(axis));
 }
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &out) {
-  auto input = rankedOrError(loc, adaptor.getInput().getType(), "input");
-  if (failed(input))
-    return failure();
-  auto stats = checkLayerNormShapes(loc, *input, adaptor.getScale().getType(),
-                                    adaptor.getAxis());
+LogicalResult LayerNormOp::verify() {
+  RankedTensorType input = getInput().getType();
+  auto stats = checkLayerNormShapes(getLoc(), input, getScale().getType(),
+                                    getAxis());
   if (failed(stats))
     return failure();
-  Type statType = input->getElementType();
-  if (auto compute = adaptor.getComputeAttr())
-    statType = compute.getValue();
-  auto statTensor = RankedTensorType::get(*stats, statType);
-  out.append({*input, statTensor, statTensor});
+  if (getMean().getType().getShape() != ArrayRef<int64_t>(*stats))
+    return emitOpError() << "mean and rstd shape "
+                         << shapeStr(getMean().getType().getShape())
+                         << " must equal the leading shape "
+                         << shapeStr(*stats);
   return success();
 }
 

@@ -316,7 +316,7 @@ def TG_LogSoftmaxOp
     : TG_AxisOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
 
 def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
-    [InferTypeOpAdaptor, AllTypesMatch<["scale", "bias"]>,
+    [AllTypesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>,
      AllTypesMatch<["mean", "rstd"]>], ["getOperandRole"]> {
   let summary = "layer normalisation, with saved statistics";
   let description = [{
@@ -326,7 +326,10 @@ def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
     have the normalised shape `input.shape[axis:]` and may be stored in
     another precision than `input` (they are parameters). The op also
     returns `mean` and `rstd`, of shape `input.shape[:axis]`, for the
-    backward pass; their element type is the compute type.
+    backward pass. Their storage type is independent of the input's and of
+    the compute type (usually f32, so the backward pass reads the
+    statistics at full precision); changing the compute type never changes
+    the op's result types.
 
     A layer norm between two f16 matmuls reads f16, computes in f32 and
     writes f16:
@@ -349,6 +352,7 @@ def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
     (`compute` `(` $compute^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
