@@ -851,3 +851,57 @@ func.func @update_loss_scale_min_scale_max_scale(%s: tensor<f32>, %n: tensor<i64
   %0:2 = tg.update_loss_scale %s, %n, %p {min_scale = 4.0 : f32, max_scale = 2.0 : f32} : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
   return
 }
+
+// -----
+
+// Rule: reductions: input and result share the element type.
+func.func @reductions_keep_the_element_type(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{failed to verify that all of {input, result} have same element type}}
+  %0 = tg.reduce_sum %a axes = [1] : (tensor<4x8xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+// Rule: gather_grad: the table gradient has the element type of grad.
+func.func @gather_grad_keeps_the_element_type(%g: tensor<4x8xf32>, %i: tensor<4xi32>) {
+  // expected-error @+1 {{failed to verify that all of {grad, result} have same element type}}
+  %0 = tg.gather_grad %g[%i] : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<10x8xf16>
+  return
+}
+
+// -----
+
+// Rule: apply_loss_scale: the result has the input type.
+func.func @apply_loss_scale_keeps_the_type(%x: tensor<f32>, %s: tensor<f32>) {
+  // expected-error @+1 {{failed to verify that all of {input, result} have same type}}
+  %0 = tg.apply_loss_scale %x, %s : (tensor<f32>, tensor<f32>) -> tensor<f16>
+  return
+}
+
+// -----
+
+// Rule: adam_update: results have the types of the inputs they replace.
+func.func @adam_update_results_keep_types(%w: tensor<4xf32>, %t: tensor<i64>) {
+  // expected-error @+1 {{failed to verify that all of {param, new_param} have same type}}
+  %0:4 = tg.adam_update %w, %w, %w, %w, %t {lr = 0.1 : f32} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<i64>)
+  return
+}
+
+// -----
+
+// Rule: update_loss_scale: the scale is a rank-0 f32 tensor.
+func.func @update_loss_scale_scale_is_f32(%s: tensor<f16>, %n: tensor<i64>, %p: tensor<i1>) {
+  // expected-error @+1 {{operand #0 must be 0D tensor of 32-bit float values}}
+  %0:2 = tg.update_loss_scale %s, %n, %p : (tensor<f16>, tensor<i64>, tensor<i1>) -> (tensor<f16>, tensor<i64>)
+  return
+}
+
+// -----
+
+// Rule: tensor sizes are bounded for results too.
+func.func @result_sizes_are_bounded(%a: tensor<1x65537xf32>) {
+  // expected-error @+1 {{result #0 of type 'tensor<4294967296x65537xf32>' has more than 2^48 elements}}
+  %0 = tg.broadcast_to %a : (tensor<1x65537xf32>) -> tensor<4294967296x65537xf32>
+  return
+}
