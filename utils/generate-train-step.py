@@ -296,7 +296,8 @@ def gen_transformer(a):
              f"block{l}.attn.scores")
         s.op(f"%{p}_scaled", f"tg.mul %{p}_scores, %attn_scale : "
              f"({bhss}, {tensor([])}) -> {bhss}", f"block{l}.attn.scale")
-        s.op(f"%{p}_probs", f"tg.softmax %{p}_scaled axis = 3 : {bhss}",
+        s.op(f"%{p}_probs", f"tg.softmax %{p}_scaled axis = 3 : ({bhss}) -> "
+             f"{bhss}",
              f"block{l}.attn.softmax")
         s.op(f"%{p}_ctxh", f"tg.matmul %{p}_probs, {heads['v']} : "
              f"({bhss}, {bhsd}) -> {bhsd}", f"block{l}.attn.context")
@@ -368,7 +369,8 @@ def gen_transformer(a):
         s.op(f"%d_{p}_vh", f"tg.matmul %{p}_probs, {dctxh} transpose_lhs : "
              f"({bhss}, {bhsd}) -> {bhsd}", f"{k}.attn.context.grad_v")
         s.op(f"%d_{p}_scaled", f"tg.softmax_grad %d_{p}_probs, %{p}_probs "
-             f"axis = 3 : {bhss}", f"{k}.attn.softmax.grad")
+             f"axis = 3 : ({bhss}, {bhss}) -> {bhss}",
+             f"{k}.attn.softmax.grad")
         s.op(f"%d_{p}_scores", f"tg.mul %d_{p}_scaled, %attn_scale : "
              f"({bhss}, {tensor([])}) -> {bhss}", f"{k}.attn.scale.grad")
         s.op(f"%d_{p}_qh", f"tg.matmul %d_{p}_scores, {h['k']} : "

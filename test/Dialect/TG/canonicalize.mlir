@@ -157,6 +157,6 @@ func.func @slices_and_concat(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x
 // CHECK-NEXT: return %[[M]]
 func.func @dead_code(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %0 = tg.matmul %a, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
-  %1 = tg.softmax %0 axis = 1 : tensor<2x2xf32>
+  %1 = tg.softmax %0 axis = 1 : (tensor<2x2xf32>) -> tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }

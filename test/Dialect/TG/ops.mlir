@@ -10,6 +10,9 @@ func.func @matmul(%a: tensor<4x8xf16>, %b: tensor<8x16xf16>,
     -> (tensor<4x16xf16>, tensor<2x3x8x16xbf16>, tensor<5x3x4x6xf32>) {
   // CHECK: tg.matmul %{{.*}}, %{{.*}} compute(f32) : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
   %0 = tg.matmul %a, %b compute(f32) : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  // The result may be stored in another type than the operands (f32 logits).
+  // CHECK: tg.matmul %{{.*}}, %{{.*}} compute(f32) : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf32>
+  %f = tg.matmul %a, %b compute(f32) : (tensor<4x8xf16>, tensor<8x16xf16>) -> tensor<4x16xf32>
   // CHECK: tg.matmul %{{.*}}, %{{.*}} transpose_rhs : (tensor<2x3x8x4xbf16>, tensor<16x4xbf16>) -> tensor<2x3x8x16xbf16>
   %1 = tg.matmul %x, %w transpose_rhs : (tensor<2x3x8x4xbf16>, tensor<16x4xbf16>) -> tensor<2x3x8x16xbf16>
   // Batch dimensions broadcast: [5, 1] with [3] gives [5, 3].
@@ -54,14 +57,15 @@ func.func @unary(%x: tensor<2x3xbf16>) -> tensor<2x3xbf16> {
   %4 = tg.tanh %3 : tensor<2x3xbf16>
   // CHECK: tg.sigmoid
   %5 = tg.sigmoid %4 : tensor<2x3xbf16>
-  // CHECK: tg.exp %{{.*}} compute(f32)
-  %6 = tg.exp %5 compute(f32) : tensor<2x3xbf16>
-  // CHECK: tg.log
-  %7 = tg.log %6 : tensor<2x3xbf16>
+  // Deny-list unary ops may write another storage type than they read.
+  // CHECK: tg.exp %{{.*}} compute(f32) : (tensor<2x3xbf16>) -> tensor<2x3xf32>
+  %e = tg.exp %5 compute(f32) : (tensor<2x3xbf16>) -> tensor<2x3xf32>
+  // CHECK: tg.log %{{.*}} : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+  %7 = tg.log %e : (tensor<2x3xf32>) -> tensor<2x3xbf16>
   // CHECK: tg.sqrt
   %8 = tg.sqrt %7 : tensor<2x3xbf16>
   // CHECK: tg.rsqrt
-  %9 = tg.rsqrt %8 : tensor<2x3xbf16>
+  %9 = tg.rsqrt %8 : (tensor<2x3xbf16>) -> tensor<2x3xbf16>
   // CHECK: tg.square
   %10 = tg.square %9 : tensor<2x3xbf16>
   return %10 : tensor<2x3xbf16>
@@ -73,10 +77,10 @@ func.func @unary(%x: tensor<2x3xbf16>) -> tensor<2x3xbf16> {
 func.func @softmax_and_norms(%x: tensor<4x6x8xf16>, %g: tensor<8xf32>, %b: tensor<8xf32>,
                              %g2: tensor<6x8xf16>, %b2: tensor<6x8xf16>)
     -> (tensor<4x6x8xf16>, tensor<4x6x8xf16>, tensor<4x6x8xf16>, tensor<4x6xf32>, tensor<4x6x8xf16>) {
-  // CHECK: tg.softmax %{{.*}} axis = 2 compute(f32) : tensor<4x6x8xf16>
-  %0 = tg.softmax %x axis = 2 compute(f32) : tensor<4x6x8xf16>
-  // CHECK: tg.log_softmax %{{.*}} axis = 0 : tensor<4x6x8xf16>
-  %1 = tg.log_softmax %x axis = 0 : tensor<4x6x8xf16>
+  // CHECK: tg.softmax %{{.*}} axis = 2 compute(f32) : (tensor<4x6x8xf16>) -> tensor<4x6x8xf16>
+  %0 = tg.softmax %x axis = 2 compute(f32) : (tensor<4x6x8xf16>) -> tensor<4x6x8xf16>
+  // CHECK: tg.log_softmax %{{.*}} axis = 0 : (tensor<4x6x8xf16>) -> tensor<4x6x8xf16>
+  %1 = tg.log_softmax %x axis = 0 : (tensor<4x6x8xf16>) -> tensor<4x6x8xf16>
   // CHECK: tg.layer_norm %{{.*}}, %{{.*}}, %{{.*}} axis = 2 epsilon = 9.99999974E-6 compute(f32) : (tensor<4x6x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x6x8xf16>, tensor<4x6xf32>, tensor<4x6xf32>)
   %y, %mean, %rstd = tg.layer_norm %x, %g, %b axis = 2 epsilon = 1.0e-05 compute(f32)
       : (tensor<4x6x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x6x8xf16>, tensor<4x6xf32>, tensor<4x6xf32>)
@@ -93,6 +97,8 @@ func.func @softmax_and_norms(%x: tensor<4x6x8xf16>, %g: tensor<8xf32>, %b: tenso
 func.func @reductions(%x: tensor<4x6x8xbf16>) -> (tensor<6xbf16>, tensor<4x1x8xbf16>, tensor<bf16>) {
   // CHECK: tg.reduce_sum %{{.*}} axes = [0, 2] compute(f32) : (tensor<4x6x8xbf16>) -> tensor<6xbf16>
   %0 = tg.reduce_sum %x axes = [0, 2] compute(f32) : (tensor<4x6x8xbf16>) -> tensor<6xbf16>
+  // CHECK: tg.reduce_sum %{{.*}} axes = [1] : (tensor<4x6x8xbf16>) -> tensor<4x8xf32>
+  %f = tg.reduce_sum %x axes = [1] : (tensor<4x6x8xbf16>) -> tensor<4x8xf32>
   // CHECK: tg.reduce_mean %{{.*}} axes = [1] keep_dims : (tensor<4x6x8xbf16>) -> tensor<4x1x8xbf16>
   %1 = tg.reduce_mean %x axes = [1] keep_dims : (tensor<4x6x8xbf16>) -> tensor<4x1x8xbf16>
   // CHECK: tg.reduce_max %{{.*}} axes = [0, 1, 2] : (tensor<4x6x8xbf16>) -> tensor<bf16>
@@ -169,10 +175,10 @@ func.func @gradients(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %g: tensor<8xf32
   %2 = tg.tanh_grad %1, %x : tensor<4x8xf32>
   // CHECK: tg.sigmoid_grad
   %3 = tg.sigmoid_grad %2, %x : tensor<4x8xf32>
-  // CHECK: tg.softmax_grad %{{.*}}, %{{.*}} axis = 1 : tensor<4x8xf32>
-  %4 = tg.softmax_grad %3, %x axis = 1 : tensor<4x8xf32>
-  // CHECK: tg.log_softmax_grad %{{.*}}, %{{.*}} axis = 1 compute(f32) : tensor<4x8xf32>
-  %5 = tg.log_softmax_grad %4, %x axis = 1 compute(f32) : tensor<4x8xf32>
+  // CHECK: tg.softmax_grad %{{.*}}, %{{.*}} axis = 1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %4 = tg.softmax_grad %3, %x axis = 1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: tg.log_softmax_grad %{{.*}}, %{{.*}} axis = 1 compute(f32) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %5 = tg.log_softmax_grad %4, %x axis = 1 compute(f32) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   // CHECK: tg.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} axis = 1 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
   %dx, %dg, %db = tg.layer_norm_grad %5, %x, %g, %m, %r axis = 1
       : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)

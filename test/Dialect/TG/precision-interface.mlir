@@ -15,9 +15,9 @@ func.func @classes(%a: tensor<4x8xf16>, %b: tensor<8x4xf16>, %x: tensor<4x4xf32>
   // expected-remark @+1 {{class = clear, compute = none, roles = [data]}}
   %3 = tg.transpose %2 permutation = [1, 0] : (tensor<4x4xf16>) -> tensor<4x4xf16>
   // expected-remark @+1 {{class = deny, compute = f32, roles = [data]}}
-  %4 = tg.softmax %x axis = 1 : tensor<4x4xf32>
+  %4 = tg.softmax %x axis = 1 : (tensor<4x4xf32>) -> tensor<4x4xf32>
   // expected-remark @+1 {{class = deny, compute = f32, roles = [data]}}
-  %5 = tg.exp %4 : tensor<4x4xf32>
+  %5 = tg.exp %4 : (tensor<4x4xf32>) -> tensor<4x4xf32>
   return
 }
 

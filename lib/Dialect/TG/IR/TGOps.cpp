@@ -110,6 +110,18 @@ LogicalResult mp::tg::inferReduceType(std::optional<Location> loc,
   return success();
 }
 
+bool mp::tg::haveSameShapes(TypeRange lhs, TypeRange rhs) {
+  if (lhs.size() != rhs.size())
+    return false;
+  for (auto [l, r] : llvm::zip(lhs, rhs)) {
+    auto lt = dyn_cast<RankedTensorType>(l);
+    auto rt = dyn_cast<RankedTensorType>(r);
+    if (!lt || !rt || lt.getShape() != rt.getShape())
+      return false;
+  }
+  return true;
+}
+
 LogicalResult mp::tg::verifyAxis(Operation *op, StringRef name, int64_t axis,
                                  int64_t rank) {
   if (axis < 0 || axis >= rank)
@@ -154,6 +166,10 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   batch->append({m, n});
   out.push_back(RankedTensorType::get(*batch, lhs->getElementType()));
   return success();
+}
+
+bool MatmulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return haveSameShapes(l, r);
 }
 
 //===----------------------------------------------------------------------===//
@@ -227,6 +243,10 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
                              shapeStr(*stats));
   out.append({*input, scaleType, scaleType});
   return success();
+}
+
+bool LayerNormGradOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return haveSameShapes(l, r);
 }
 
 OperandRole LayerNormGradOp::getOperandRole(unsigned index) {

@@ -38,6 +38,10 @@ llvm::LogicalResult inferReduceType(std::optional<mlir::Location> loc,
                                     bool keepDims,
                                     llvm::SmallVectorImpl<mlir::Type> &out);
 
+/// Whether `lhs` and `rhs` are ranked tensors of pairwise equal shapes (the
+/// element types may differ).
+bool haveSameShapes(mlir::TypeRange lhs, mlir::TypeRange rhs);
+
 /// Checks that attribute `name` = `axis` lies in [0, rank).
 llvm::LogicalResult verifyAxis(mlir::Operation *op, llvm::StringRef name,
                                int64_t axis, int64_t rank);

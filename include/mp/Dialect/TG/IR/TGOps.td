@@ -94,6 +94,12 @@ class TG_BinaryOp<string mnemonic, string cls, string sym>
   }];
 }
 
+/// Result inference that fixes shapes only: the inferred element type is the
+/// default a builder uses, and any floating-point element type is accepted
+/// (isCompatibleReturnTypes), so an op may write another storage type than
+/// it reads.
+defvar TG_InferShape = InferTypeOpAdaptorWithIsCompatible;
+
 /// Elementwise unary arithmetic: one operand, a result of the same type.
 class TG_UnaryOp<string mnemonic, string cls, string formula,
                  list<Trait> traits = []>
@@ -112,6 +118,29 @@ class TG_UnaryOp<string mnemonic, string cls, string formula,
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`compute` `(` $compute^ `)`)? attr-dict `:` type($result)
+  }];
+}
+
+/// Elementwise unary arithmetic on the deny list: it computes in f32 when
+/// mixed precision is on, so its input and result may be stored in
+/// different types (only the shapes match).
+class TG_DenyUnaryOp<string mnemonic, string formula>
+    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape]> {
+  let summary = "elementwise " # mnemonic;
+  let description = [{
+    Computes `}] # formula # [{` element by element, in the compute type.
+    The result may be stored in another floating-point type than the input.
+
+    ```mlir
+    %0 = tg.}] # mnemonic # [{ %x compute(f32) : (tensor<8x16xf16>) -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 
@@ -139,15 +168,17 @@ class TG_ActivationGradOp<string mnemonic, string cls, string saved,
 
 /// Softmax-like ops over one axis.
 class TG_AxisOp<string mnemonic, string formula>
-    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultType]> {
+    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape]> {
   let summary = mnemonic # " along one axis";
   let description = [{
     Computes `}] # formula # [{` along `axis`, in the compute type and with
     the maximum subtracted first for stability. `axis` must lie in
-    `[0, rank)`.
+    `[0, rank)`. Input and result have one shape; their storage types may
+    differ.
 
     ```mlir
-    %y = tg.}] # mnemonic # [{ %x axis = 1 compute(f32) : tensor<8x10xf16>
+    %y = tg.}] # mnemonic # [{ %x axis = 1 compute(f32)
+        : (tensor<8x10xf16>) -> tensor<8x10xf16>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$input, TG_NonNegI64Attr:$axis,
@@ -155,7 +186,7 @@ class TG_AxisOp<string mnemonic, string formula>
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $input `axis` `=` $axis (`compute` `(` $compute^ `)`)? attr-dict `:`
-    type($result)
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
@@ -168,14 +199,16 @@ class TG_AxisOp<string mnemonic, string formula>
 
 /// The backward of a softmax-like op, given the op's output `y`.
 class TG_AxisGradOp<string mnemonic, string formula>
-    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultType]> {
+    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape]> {
   let summary = "gradient of " # !subst("_grad", "", mnemonic);
   let description = [{
     Given the output gradient `dy` and the forward result `y`, computes
-    `}] # formula # [{` along `axis`.
+    `}] # formula # [{` along `axis`. All three have one shape; their
+    storage types may differ.
 
     ```mlir
-    %dx = tg.}] # mnemonic # [{ %dy, %y axis = 1 : tensor<8x10xf32>
+    %dx = tg.}] # mnemonic # [{ %dy, %y axis = 1
+        : (tensor<8x10xf32>, tensor<8x10xf16>) -> tensor<8x10xf32>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$output,
@@ -184,7 +217,7 @@ class TG_AxisGradOp<string mnemonic, string formula>
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $output `axis` `=` $axis (`compute` `(` $compute^ `)`)?
-    attr-dict `:` type($result)
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDefinition = [{
@@ -197,17 +230,17 @@ class TG_AxisGradOp<string mnemonic, string formula>
 
 /// Reductions over a set of axes.
 class TG_ReduceOp<string mnemonic, string what>
-    : TG_ComputeOp<mnemonic, "Deny", [
-        InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+    : TG_ComputeOp<mnemonic, "Deny", [TG_InferShape]> {
   let summary = "reduction: " # what # " over axes";
   let description = [{
     Reduces `input` to its }] # what # [{ over `axes` (strictly increasing,
     each in `[0, rank)`), accumulating in the compute type. With `keep_dims`
-    the reduced dimensions stay as size 1; otherwise they are removed.
+    the reduced dimensions stay as size 1; otherwise they are removed. The
+    result may be stored in another floating-point type than the input.
 
     ```mlir
     %s = tg.}] # mnemonic # [{ %x axes = [1] keep_dims compute(f32)
-        : (tensor<8x16xbf16>) -> tensor<8x1xbf16>
+        : (tensor<8x16xbf16>) -> tensor<8x1xf32>
     ```
   }];
   let arguments = (ins TG_FloatTensor:$input, DenseI64ArrayAttr:$axes,
@@ -224,9 +257,13 @@ class TG_ReduceOp<string mnemonic, string what>
         ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
       return ::mp::tg::inferReduceType(
-          loc, ::llvm::cast<::mlir::RankedTensorType>(
+          loc, ::llvm::dyn_cast<::mlir::RankedTensorType>(
                    adaptor.getInput().getType()),
           adaptor.getAxes(), adaptor.getKeepDims(), types);
+    }
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
+                                            ::mlir::TypeRange r) {
+      return ::mp::tg::haveSameShapes(l, r);
     }
   }];
 }
@@ -236,7 +273,7 @@ class TG_ReduceOp<string mnemonic, string what>
 //===----------------------------------------------------------------------===//
 
 def TG_MatmulOp : TG_ComputeOp<"matmul", "Allow", [
-    InferTypeOpAdaptor, AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+    TG_InferShape, AllElementTypesMatch<["lhs", "rhs"]>]> {
   let summary = "batched matrix multiplication";
   let description = [{
     Multiplies the two innermost dimensions of `lhs` and `rhs`; every outer
@@ -246,9 +283,11 @@ def TG_MatmulOp : TG_ComputeOp<"matmul", "Allow", [
     before the product.
 
     With `lhs : [..., M, K]` and `rhs : [..., K, N]` (after the transposes)
-    the result is `[..., M, N]`. Operands and result share one storage type;
-    products are accumulated in the compute type, so an `f16` matmul that
-    accumulates in `f32` is
+    the result is `[..., M, N]`. The operands share one storage type; the
+    result may be stored in another (an f16 matmul may write its f32
+    accumulators as f32, as the output layer of a mixed-precision model
+    does). Products are accumulated in the compute type, so an `f16` matmul
+    that accumulates in `f32` is
 
     ```mlir
     %c = tg.matmul %a, %w transpose_rhs compute(f32)
@@ -281,10 +320,10 @@ def TG_NegOp : TG_UnaryOp<"neg", "Infer", "-x"> { let hasFolder = 1; }
 def TG_ReluOp : TG_UnaryOp<"relu", "Clear", "max(x, 0)">;
 def TG_TanhOp : TG_UnaryOp<"tanh", "Infer", "tanh(x)">;
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "Infer", "1 / (1 + exp(-x))">;
-def TG_ExpOp : TG_UnaryOp<"exp", "Deny", "exp(x)">;
-def TG_LogOp : TG_UnaryOp<"log", "Deny", "log(x)">;
+def TG_ExpOp : TG_DenyUnaryOp<"exp", "exp(x)">;
+def TG_LogOp : TG_DenyUnaryOp<"log", "log(x)">;
 def TG_SqrtOp : TG_UnaryOp<"sqrt", "Infer", "sqrt(x)">;
-def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "Deny", "1 / sqrt(x)">;
+def TG_RsqrtOp : TG_DenyUnaryOp<"rsqrt", "1 / sqrt(x)">;
 def TG_SquareOp : TG_UnaryOp<"square", "Infer", "x * x">;
 
 def TG_GeluOp : TG_ComputeOp<"gelu", "Infer", [SameOperandsAndResultType]> {
@@ -316,7 +355,7 @@ def TG_LogSoftmaxOp
     : TG_AxisOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
 
 def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
-    [AllTypesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>,
+    [AllShapesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>,
      AllTypesMatch<["mean", "rstd"]>], ["getOperandRole"]> {
   let summary = "layer normalisation, with saved statistics";
   let description = [{
@@ -324,7 +363,8 @@ def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
     `y = (x - mean) * rstd * scale + bias` with
     `rstd = 1 / sqrt(var + epsilon)` (biased variance). `scale` and `bias`
     have the normalised shape `input.shape[axis:]` and may be stored in
-    another precision than `input` (they are parameters). The op also
+    another precision than `input` (they are parameters); so may the
+    result. The op also
     returns `mean` and `rstd`, of shape `input.shape[:axis]`, for the
     backward pass. Their storage type is independent of the input's and of
     the compute type (usually f32, so the backward pass reads the
@@ -568,7 +608,7 @@ def TG_SoftmaxCrossEntropyOp
 }
 
 def TG_MseLossOp : TG_ComputeOp<"mse_loss", "Deny", [
-    AllTypesMatch<["prediction", "target"]>]> {
+    AllShapesMatch<["prediction", "target"]>]> {
   let summary = "mean squared error";
   let description = [{
     Returns `mean((prediction - target)^2)` over all elements as a rank-0
@@ -625,14 +665,14 @@ def TG_LogSoftmaxGradOp
     : TG_AxisGradOp<"log_softmax_grad", "dy - exp(y) * sum(dy)">;
 
 def TG_LayerNormGradOp : TG_ComputeOp<"layer_norm_grad", "Deny", [
-    InferTypeOpAdaptor, AllTypesMatch<["grad", "input"]>,
+    TG_InferShape, AllShapesMatch<["grad", "input"]>,
     AllTypesMatch<["mean", "rstd"]>], ["getOperandRole"]> {
   let summary = "gradient of layer_norm";
   let description = [{
     Given the output gradient `dy`, the forward `input`, `scale`, and the
     `mean` and `rstd` saved by `tg.layer_norm`, returns the gradients of the
     input, the scale and the bias. Shapes follow `tg.layer_norm` with the
-    same `axis`.
+    same `axis`; every operand and result may have its own storage type.
 
     ```mlir
     %dx, %dg, %db = tg.layer_norm_grad %dy, %x, %g, %mean, %rstd axis = 1
@@ -655,7 +695,7 @@ def TG_LayerNormGradOp : TG_ComputeOp<"layer_norm_grad", "Deny", [
 
 def TG_SoftmaxCrossEntropyGradOp
     : TG_ComputeOp<"softmax_cross_entropy_grad", "Deny", [
-        AllTypesMatch<["logits", "result"]>], ["getOperandRole"]> {
+        AllShapesMatch<["logits", "result"]>], ["getOperandRole"]> {
   let summary = "gradient of softmax_cross_entropy with respect to logits";
   let description = [{
     Given the loss gradient `dloss` (rank 0, the seed of the backward pass),
@@ -680,7 +720,7 @@ def TG_SoftmaxCrossEntropyGradOp
 }
 
 def TG_MseLossGradOp : TG_ComputeOp<"mse_loss_grad", "Deny", [
-    AllTypesMatch<["prediction", "target", "result"]>]> {
+    AllShapesMatch<["prediction", "target", "result"]>]> {
   let summary = "gradient of mse_loss with respect to the prediction";
   let description = [{
     Returns `dloss * 2 * (prediction - target) / numel`.
@@ -700,8 +740,7 @@ def TG_MseLossGradOp : TG_ComputeOp<"mse_loss_grad", "Deny", [
   }];
 }
 
-def TG_GatherGradOp : TG_ComputeOp<"gather_grad", "Deny", [
-    AllElementTypesMatch<["grad", "result"]>]> {
+def TG_GatherGradOp : TG_ComputeOp<"gather_grad", "Deny"> {
   let summary = "gradient of gather: scatter-add of rows";
   let description = [{
     Returns a table of the result's shape `[V, D...]`, zero except that row
