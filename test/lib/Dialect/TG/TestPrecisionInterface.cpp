@@ -38,6 +38,9 @@ struct ArithElementwiseModel
   OperandRole getOperandRole(Operation *, unsigned) const {
     return OperandRole::Data;
   }
+  bool isPrecisionSensitiveOperand(Operation *, unsigned) const {
+    return false;
+  }
 };
 
 struct TestPrecisionInterfacePass

@@ -42,6 +42,18 @@ struct DefaultPrecisionClass {
   };
 };
 
+/// Marks ops whose results may be stored in another floating-point type than
+/// their data operands.
+template <typename ConcreteOp>
+class IndependentResultStorage
+    : public mlir::OpTrait::TraitBase<ConcreteOp, IndependentResultStorage> {};
+
+/// Marks ops whose data operands must be read in full precision.
+template <typename ConcreteOp>
+class FullPrecisionDataOperands
+    : public mlir::OpTrait::TraitBase<ConcreteOp, FullPrecisionDataOperands> {
+};
+
 /// Bounds the size of every tensor operand and result (see
 /// kMaxTensorElements).
 template <typename ConcreteOp>

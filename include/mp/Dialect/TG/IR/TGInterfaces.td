@@ -27,6 +27,10 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
     * `getOperandRole` says whether an operand is data (its storage follows
       the op's precision), a parameter (weights and state, whose storage is
       independent) or an index (integer and boolean operands).
+    * `hasIndependentResultStorage` says whether results may be stored in
+      another type than the data operands, and
+      `isPrecisionSensitiveOperand` whether a data operand must be read in
+      full precision (loss inputs, optimizer gradients).
   }];
 
   let methods = [
@@ -54,6 +58,22 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
       "in its storage type).",
       "void", "setComputeType", (ins "::mlir::FloatType":$type), [{}], [{
         ::mp::tg::detail::setComputeTypeAttr($_op.getOperation(), type);
+      }]>,
+    StaticInterfaceMethod<
+      "Whether the op's floating-point results may be stored in another "
+      "type than its data operands (a deny-list op that reads f16 and writes "
+      "f32, or a matmul writing its f32 accumulators).",
+      "bool", "hasIndependentResultStorage", (ins), [{}], [{
+        return ConcreteOp::template hasTrait<
+            ::mp::tg::OpTrait::IndependentResultStorage>();
+      }]>,
+    InterfaceMethod<
+      "Whether data operand `index` must be read in full precision (the "
+      "logits of a loss, the gradient of an optimizer update).",
+      "bool", "isPrecisionSensitiveOperand", (ins "unsigned":$index), [{}], [{
+        return ConcreteOp::template hasTrait<
+                   ::mp::tg::OpTrait::FullPrecisionDataOperands>() &&
+               $_op.getOperandRole(index) == ::mp::tg::OperandRole::Data;
       }]>,
     InterfaceMethod<
       "The role of operand `index`.",

@@ -42,6 +42,16 @@ class TG_ListClass<string cls>
   let cppNamespace = "::mp::tg::OpTrait";
 }
 
+/// Results may be stored in another type than the data operands.
+def TG_IndependentResultStorage : NativeOpTrait<"IndependentResultStorage"> {
+  let cppNamespace = "::mp::tg::OpTrait";
+}
+/// Data operands must be read in full precision (losses, optimizer updates).
+def TG_FullPrecisionDataOperands
+    : NativeOpTrait<"FullPrecisionDataOperands"> {
+  let cppNamespace = "::mp::tg::OpTrait";
+}
+
 /// An op the mixed-precision passes reason about. `cls` is its default list
 /// class; `overrides` names precision-interface methods the op implements
 /// itself (for example `getOperandRole`).
@@ -125,7 +135,8 @@ class TG_UnaryOp<string mnemonic, string cls, string formula,
 /// mixed precision is on, so its input and result may be stored in
 /// different types (only the shapes match).
 class TG_DenyUnaryOp<string mnemonic, string formula>
-    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape]> {
+    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape,
+                                       TG_IndependentResultStorage]> {
   let summary = "elementwise " # mnemonic;
   let description = [{
     Computes `}] # formula # [{` element by element, in the compute type.
@@ -168,7 +179,8 @@ class TG_ActivationGradOp<string mnemonic, string cls, string saved,
 
 /// Softmax-like ops over one axis.
 class TG_AxisOp<string mnemonic, string formula>
-    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape]> {
+    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape,
+                                      TG_IndependentResultStorage]> {
   let summary = mnemonic # " along one axis";
   let description = [{
     Computes `}] # formula # [{` along `axis`, in the compute type and with
@@ -199,7 +211,8 @@ class TG_AxisOp<string mnemonic, string formula>
 
 /// The backward of a softmax-like op, given the op's output `y`.
 class TG_AxisGradOp<string mnemonic, string formula>
-    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape]> {
+    : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape,
+                                      TG_IndependentResultStorage]> {
   let summary = "gradient of " # !subst("_grad", "", mnemonic);
   let description = [{
     Given the output gradient `dy` and the forward result `y`, computes
@@ -230,7 +243,8 @@ class TG_AxisGradOp<string mnemonic, string formula>
 
 /// Reductions over a set of axes.
 class TG_ReduceOp<string mnemonic, string what>
-    : TG_ComputeOp<mnemonic, "Deny", [TG_InferShape]> {
+    : TG_ComputeOp<mnemonic, "Deny", [TG_InferShape,
+                                      TG_IndependentResultStorage]> {
   let summary = "reduction: " # what # " over axes";
   let description = [{
     Reduces `input` to its }] # what # [{ over `axes` (strictly increasing,
@@ -273,7 +287,8 @@ class TG_ReduceOp<string mnemonic, string what>
 //===----------------------------------------------------------------------===//
 
 def TG_MatmulOp : TG_ComputeOp<"matmul", "Allow", [
-    TG_InferShape, AllElementTypesMatch<["lhs", "rhs"]>]> {
+    TG_InferShape, AllElementTypesMatch<["lhs", "rhs"]>,
+    TG_IndependentResultStorage]> {
   let summary = "batched matrix multiplication";
   let description = [{
     Multiplies the two innermost dimensions of `lhs` and `rhs`; every outer
@@ -356,7 +371,8 @@ def TG_LogSoftmaxOp
 
 def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
     [AllShapesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>,
-     AllTypesMatch<["mean", "rstd"]>], ["getOperandRole"]> {
+     AllTypesMatch<["mean", "rstd"]>, TG_IndependentResultStorage],
+    ["getOperandRole"]> {
   let summary = "layer normalisation, with saved statistics";
   let description = [{
     Normalises `input` over the dimensions `[axis, rank)`:
@@ -583,7 +599,8 @@ def TG_CastOp : TG_Op<"cast", [
 //===----------------------------------------------------------------------===//
 
 def TG_SoftmaxCrossEntropyOp
-    : TG_ComputeOp<"softmax_cross_entropy", "Deny"> {
+    : TG_ComputeOp<"softmax_cross_entropy", "Deny", [
+        TG_IndependentResultStorage, TG_FullPrecisionDataOperands]> {
   let summary = "softmax cross-entropy with integer labels, mean over batch";
   let description = [{
     With `logits : [..., C]` and integer `labels : [...]` (one class per
@@ -608,7 +625,8 @@ def TG_SoftmaxCrossEntropyOp
 }
 
 def TG_MseLossOp : TG_ComputeOp<"mse_loss", "Deny", [
-    AllShapesMatch<["prediction", "target"]>]> {
+    AllShapesMatch<["prediction", "target"]>, TG_IndependentResultStorage,
+    TG_FullPrecisionDataOperands]> {
   let summary = "mean squared error";
   let description = [{
     Returns `mean((prediction - target)^2)` over all elements as a rank-0
@@ -666,7 +684,8 @@ def TG_LogSoftmaxGradOp
 
 def TG_LayerNormGradOp : TG_ComputeOp<"layer_norm_grad", "Deny", [
     TG_InferShape, AllShapesMatch<["grad", "input"]>,
-    AllTypesMatch<["mean", "rstd"]>], ["getOperandRole"]> {
+    AllTypesMatch<["mean", "rstd"]>, TG_IndependentResultStorage],
+    ["getOperandRole"]> {
   let summary = "gradient of layer_norm";
   let description = [{
     Given the output gradient `dy`, the forward `input`, `scale`, and the
@@ -695,7 +714,8 @@ def TG_LayerNormGradOp : TG_ComputeOp<"layer_norm_grad", "Deny", [
 
 def TG_SoftmaxCrossEntropyGradOp
     : TG_ComputeOp<"softmax_cross_entropy_grad", "Deny", [
-        AllShapesMatch<["logits", "result"]>], ["getOperandRole"]> {
+        AllShapesMatch<["logits", "result"]>, TG_IndependentResultStorage,
+        TG_FullPrecisionDataOperands], ["getOperandRole"]> {
   let summary = "gradient of softmax_cross_entropy with respect to logits";
   let description = [{
     Given the loss gradient `dloss` (rank 0, the seed of the backward pass),
@@ -720,7 +740,8 @@ def TG_SoftmaxCrossEntropyGradOp
 }
 
 def TG_MseLossGradOp : TG_ComputeOp<"mse_loss_grad", "Deny", [
-    AllShapesMatch<["prediction", "target", "result"]>]> {
+    AllShapesMatch<["prediction", "target", "result"]>,
+    TG_IndependentResultStorage, TG_FullPrecisionDataOperands]> {
   let summary = "gradient of mse_loss with respect to the prediction";
   let description = [{
     Returns `dloss * 2 * (prediction - target) / numel`.
@@ -740,7 +761,8 @@ def TG_MseLossGradOp : TG_ComputeOp<"mse_loss_grad", "Deny", [
   }];
 }
 
-def TG_GatherGradOp : TG_ComputeOp<"gather_grad", "Deny"> {
+def TG_GatherGradOp : TG_ComputeOp<"gather_grad", "Deny", [
+    TG_IndependentResultStorage]> {
   let summary = "gradient of gather: scatter-add of rows";
   let description = [{
     Returns a table of the result's shape `[V, D...]`, zero except that row
@@ -768,8 +790,8 @@ def TG_GatherGradOp : TG_ComputeOp<"gather_grad", "Deny"> {
 //===----------------------------------------------------------------------===//
 
 def TG_SgdUpdateOp : TG_ComputeOp<"sgd_update", "Deny", [
-    AttrSizedOperandSegments, AllTypesMatch<["param", "new_param"]>],
-    ["getOperandRole"]> {
+    AttrSizedOperandSegments, AllTypesMatch<["param", "new_param"]>,
+    TG_FullPrecisionDataOperands], ["getOperandRole"]> {
   let summary = "stochastic gradient descent update, optionally with momentum";
   let description = [{
     Returns the updated parameter (and momentum buffer), following
@@ -814,7 +836,8 @@ def TG_AdamUpdateOp : TG_ComputeOp<"adam_update", "Deny", [
     AllTypesMatch<["param", "new_param"]>,
     AllTypesMatch<["first_moment", "second_moment", "new_first_moment",
                    "new_second_moment"]>,
-    AllTypesMatch<["step", "new_step"]>], ["getOperandRole"]> {
+    AllTypesMatch<["step", "new_step"]>, TG_FullPrecisionDataOperands],
+    ["getOperandRole"]> {
   let summary = "Adam update, optionally with decoupled weight decay (AdamW)";
   let description = [{
     Follows `torch.optim.Adam` / `AdamW`. `step` is this parameter's count
