@@ -3,6 +3,7 @@
 #include "mp/InitAll.h"
 
 #include "mp/Dialect/TG/IR/TGDialect.h"
+#include "mp/Dialect/TG/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -13,6 +14,7 @@ void mp::registerAllDialects(mlir::DialectRegistry &registry) {
 }
 
 void mp::registerAllPasses() {
+  mp::tg::registerTGPasses();
   // Upstream passes the mixed-precision pipelines are built from.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

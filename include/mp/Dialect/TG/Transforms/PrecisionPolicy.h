@@ -1,0 +1,91 @@
+//===- PrecisionPolicy.h - what the AMP pass is told to do ------*- C++ -*-===//
+//
+// The user-facing configuration of automatic mixed precision: the low type,
+// edits of the allow / infer / clear / deny lists, per-op overrides matched
+// on location names, the level, and the hardware target. Options and a JSON
+// policy file (docs/MixedPrecision.md) both build one PrecisionPolicy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_DIALECT_TG_TRANSFORMS_PRECISIONPOLICY_H
+#define MP_DIALECT_TG_TRANSFORMS_PRECISIONPOLICY_H
+
+#include "mp/Dialect/TG/IR/TGOps.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/GlobPattern.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mp::tg {
+
+enum class AmpLevel { Default, InferAsDeny, ForceAll };
+
+/// A user decision for the ops whose location name matches.
+struct PrecisionOverride {
+  enum class Precision { F32, Low };
+  std::string pattern;
+  bool isGlob = false;
+  llvm::GlobPattern glob;
+  Precision precision = Precision::F32;
+};
+
+class PrecisionPolicy {
+public:
+  /// Reports a configuration error (the pass turns it into a diagnostic).
+  using ErrorFn = std::function<void(const llvm::Twine &)>;
+
+  /// Sets the low type from its name (f16 or bf16).
+  llvm::LogicalResult setComputeType(mlir::MLIRContext *ctx,
+                                     llvm::StringRef name, const ErrorFn &err);
+  llvm::LogicalResult setLevel(llvm::StringRef name, const ErrorFn &err);
+  /// Sets the target; `fastPath` then tells whether it runs the low type
+  /// fast, and `unsupportedReason` says why not and what to use instead.
+  llvm::LogicalResult setTarget(llvm::StringRef name, const ErrorFn &err);
+
+  /// Puts op `opName` on list `cls`, or takes it off (`add` false). The op
+  /// must be registered and implement the precision interface.
+  llvm::LogicalResult editList(mlir::MLIRContext *ctx, llvm::StringRef opName,
+                               PrecisionClass cls, bool add,
+                               llvm::StringRef origin, const ErrorFn &err);
+
+  /// Reads list edits and overrides from a JSON policy file.
+  llvm::LogicalResult loadFile(mlir::MLIRContext *ctx, llvm::StringRef path,
+                               const ErrorFn &err);
+
+  /// The list an op is on after the user's edits; none if it is on no list.
+  std::optional<PrecisionClass> getListClass(PrecisionOpInterface op) const;
+  /// The first override matching `name` (exact names before patterns).
+  const PrecisionOverride *findOverride(llvm::StringRef name) const;
+
+  mlir::FloatType getLowType() const { return lowType; }
+  AmpLevel getLevel() const { return level; }
+  llvm::StringRef getTarget() const { return target; }
+  bool targetHasFastPath() const { return unsupportedReason.empty(); }
+  llvm::StringRef getUnsupportedReason() const { return unsupportedReason; }
+
+private:
+  struct ListEdit {
+    std::optional<PrecisionClass> addedTo;
+    llvm::SmallVector<PrecisionClass, 1> removedFrom;
+  };
+
+  mlir::FloatType lowType;
+  AmpLevel level = AmpLevel::Default;
+  std::string target = "generic";
+  std::string unsupportedReason;
+  llvm::StringMap<ListEdit> edits;
+  std::vector<PrecisionOverride> overrides;
+};
+
+/// The location name of an op for reports and overrides: the name of a
+/// NameLoc (looking through fused and call-site locations), else the printed
+/// location.
+std::string getLocationName(mlir::Location loc);
+
+} // namespace mp::tg
+
+#endif // MP_DIALECT_TG_TRANSFORMS_PRECISIONPOLICY_H
