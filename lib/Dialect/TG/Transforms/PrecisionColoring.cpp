@@ -302,10 +302,17 @@ void Colouring::colour() {
   for (unsigned i = 0; i < n; ++i) {
     if (allow[i])
       continue;
-    if (is(i, PrecisionClass::Infer))
-      setRule(i, "infer op with no low-precision producer");
-    else if (is(i, PrecisionClass::Clear))
+    if (is(i, PrecisionClass::Clear)) {
       setRule(i, "clear op with no low-precision neighbour");
+      continue;
+    }
+    if (!is(i, PrecisionClass::Infer))
+      continue;
+    auto d = llvm::find_if(nodes[i].fanin, [&](unsigned f) { return deny[f]; });
+    if (d != nodes[i].fanin.end())
+      setRule(i, "infer op fed by f32 op " + nodes[*d].name);
+    else
+      setRule(i, "infer op with no low-precision producer");
   }
 }
 

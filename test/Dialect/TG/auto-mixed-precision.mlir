@@ -1,0 +1,273 @@
+// RUN: mp-opt %s --split-input-file --tg-auto-mixed-precision | FileCheck %s
+// Running the pass twice gives the same IR as running it once.
+// RUN: mp-opt %s --split-input-file --tg-auto-mixed-precision > %t.once.mlir
+// RUN: mp-opt %s --split-input-file --tg-auto-mixed-precision --tg-auto-mixed-precision > %t.twice.mlir
+// RUN: diff %t.once.mlir %t.twice.mlir
+
+// One case per rule of the colouring and the rewrite (docs/MixedPrecision.md).
+
+// Rule: allow-list ops read and write the low type and accumulate in f32;
+// function arguments and results keep their types.
+// CHECK-LABEL: func @allow_list
+// CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8x2xf32>) -> tensor<4x2xf32>
+// CHECK-DAG: %[[BH:.*]] = tg.cast %[[B]] : tensor<8x2xf32> to tensor<8x2xf16>
+// CHECK-DAG: %[[AH:.*]] = tg.cast %[[A]] : tensor<4x8xf32> to tensor<4x8xf16>
+// CHECK: %[[M:.*]] = tg.matmul %[[AH]], %[[BH]] compute(f32) : (tensor<4x8xf16>, tensor<8x2xf16>) -> tensor<4x2xf32>
+// CHECK-NOT: tg.cast
+// CHECK: return %[[M]] : tensor<4x2xf32>
+func.func @allow_list(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  %0 = tg.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+// Rule: infer and clear ops between allow ops become low precision and
+// compute in the low type.
+// CHECK-LABEL: func @between_allow_ops
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x8xf16>
+// CHECK: %[[S:.*]] = tg.add %[[M]], %{{.*}} compute(f16) : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+// CHECK: %[[R:.*]] = tg.relu %[[S]] compute(f16) : tensor<4x8xf16>
+// CHECK: tg.matmul %[[R]], %{{.*}} compute(f32) : (tensor<4x8xf16>, tensor<8x2xf16>)
+func.func @between_allow_ops(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>,
+                             %v: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = tg.add %0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %2 = tg.relu %1 : tensor<4x8xf32>
+  %3 = tg.matmul %2, %v : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  return %3 : tensor<4x2xf32>
+}
+
+// -----
+
+// Rule: deny spreads forward through clear and infer ops on paths that end
+// at a deny or infer op. The matmul stays low precision; as every consumer
+// of its result is now f32, it writes its f32 accumulators directly.
+// CHECK-LABEL: func @deny_spread
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} compute(f32) : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf32>
+// CHECK: %[[E:.*]] = tg.exp %[[M]] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[R:.*]] = tg.relu %[[E]] : tensor<4x8xf32>
+// CHECK: %[[S:.*]] = tg.add %[[R]], %[[M]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: tg.log %[[S]] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+func.func @deny_spread(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %0 = tg.matmul %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = tg.exp %0 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = tg.relu %1 : tensor<4x8xf32>
+  %3 = tg.add %2, %0 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %4 = tg.log %3 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %4 : tensor<4x8xf32>
+}
+
+// -----
+
+// Rule: an infer op fed by a low-precision op (and by no deny op) follows
+// it, and so does a chain of them; the function result is cast back.
+// CHECK-LABEL: func @infer_follows_allow
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x8xf16>
+// CHECK: %[[T:.*]] = tg.tanh %[[M]] compute(f16) : tensor<4x8xf16>
+// CHECK: %[[S:.*]] = tg.sigmoid %[[T]] compute(f16) : tensor<4x8xf16>
+// CHECK: %[[C:.*]] = tg.cast %[[S]] : tensor<4x8xf16> to tensor<4x8xf32>
+// CHECK: return %[[C]]
+func.func @infer_follows_allow(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %0 = tg.matmul %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = tg.tanh %0 : tensor<4x8xf32>
+  %2 = tg.sigmoid %1 : tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+
+// -----
+
+// Rule: an infer op with a deny producer stays in f32, even if another
+// producer is low precision; a deny op reads f16 directly.
+// The first matmul has an f32 consumer (the mul), so it writes f32 and one
+// cast feeds the second matmul.
+// CHECK-LABEL: func @infer_with_deny_producer
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x8xf32>
+// CHECK: %[[MH:.*]] = tg.cast %[[M]] : tensor<4x8xf32> to tensor<4x8xf16>
+// CHECK: %[[E:.*]] = tg.exp %[[M]] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[P:.*]] = tg.mul %[[E]], %[[M]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[PH:.*]] = tg.cast %[[P]] : tensor<4x8xf32> to tensor<4x8xf16>
+// CHECK: tg.matmul %[[MH]], %[[PH]]
+func.func @infer_with_deny_producer(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>) -> tensor<4x4xf32> {
+  %0 = tg.matmul %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = tg.exp %0 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = tg.mul %1, %0 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %3 = tg.matmul %0, %2 transpose_rhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+  return %3 : tensor<4x4xf32>
+}
+
+// -----
+
+// Rule: low precision spreads through clear ops in both directions: the
+// transpose before the matmul casts first and moves f16 data, and so does
+// the slice after it (whose consumer is a deny op that reads any storage).
+// CHECK-LABEL: func @clear_both_directions
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>
+// CHECK: %[[XH:.*]] = tg.cast %[[X]] : tensor<8x4xf32> to tensor<8x4xf16>
+// CHECK: %[[T:.*]] = tg.transpose %[[XH]] permutation = [1, 0] : (tensor<8x4xf16>) -> tensor<4x8xf16>
+// CHECK: %[[M:.*]] = tg.matmul %[[T]]
+// CHECK: %[[S:.*]] = tg.slice %[[M]] offsets = [0, 0] sizes = [2, 8] : (tensor<4x8xf16>) -> tensor<2x8xf16>
+// CHECK: tg.softmax %[[S]] axis = 1 compute(f32) : (tensor<2x8xf16>) -> tensor<2x8xf32>
+func.func @clear_both_directions(%x: tensor<8x4xf32>, %w: tensor<8x8xf32>) -> tensor<2x8xf32> {
+  %0 = tg.transpose %x permutation = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %1 = tg.matmul %0, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %2 = tg.slice %1 offsets = [0, 0] sizes = [2, 8] : (tensor<4x8xf32>) -> tensor<2x8xf32>
+  %3 = tg.softmax %2 axis = 1 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %3 : tensor<2x8xf32>
+}
+
+// -----
+
+// Rule: a low-precision clear or infer op whose users all need f32, and
+// whose inputs come in f32 without a cast, computes in f32 instead.
+// CHECK-LABEL: func @demoted_when_users_need_f32
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x8xf32>
+// CHECK: %[[R:.*]] = tg.reshape %[[M]] : (tensor<4x8xf32>) -> tensor<32xf32>
+// CHECK-NOT: tg.cast
+// CHECK: return %[[R]]
+func.func @demoted_when_users_need_f32(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<32xf32> {
+  %1 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %2 = tg.reshape %1 : (tensor<4x8xf32>) -> tensor<32xf32>
+  return %2 : tensor<32xf32>
+}
+
+// -----
+
+// Rule: a deny op between two matmuls reads f16, computes in f32 and writes
+// f16 (no cast); its saved statistics stay f32.
+// CHECK-LABEL: func @deny_between_matmuls
+// CHECK-COUNT-3: tg.cast %arg
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x8xf16>
+// CHECK: %[[Y:.*]], %{{.*}}, %{{.*}} = tg.layer_norm %[[M]], %{{.*}}, %{{.*}} axis = 1 epsilon = {{.*}} compute(f32) : (tensor<4x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf16>, tensor<4xf32>, tensor<4xf32>)
+// CHECK-NOT: tg.cast
+// CHECK: tg.matmul %[[Y]]
+// CHECK-NOT: tg.cast
+func.func @deny_between_matmuls(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %g: tensor<8xf32>,
+                                %v: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1:3 = tg.layer_norm %0, %g, %g axis = 1 epsilon = 1.0e-05
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  %2 = tg.matmul %1#0, %v : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  return %2 : tensor<4x2xf32>
+}
+
+// -----
+
+// Rule: the logits feeding the loss are consumed in f32, written as f32 by
+// the matmul itself; the loss gradient is written in f16 for the backward
+// matmul that consumes it.
+// CHECK-LABEL: func @logits_in_f32
+// CHECK: %[[L:.*]] = tg.matmul {{.*}} compute(f32) : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf32>
+// CHECK: tg.softmax_cross_entropy %[[L]], %{{.*}} : (tensor<4x3xf32>, tensor<4xi32>) -> tensor<f32>
+// CHECK: %[[D:.*]] = tg.softmax_cross_entropy_grad %{{.*}}, %[[L]], %{{.*}} compute(f32) : (tensor<f32>, tensor<4x3xf32>, tensor<4xi32>) -> tensor<4x3xf16>
+// CHECK: tg.matmul %{{.*}}, %[[D]] transpose_lhs compute(f32) : (tensor<4x8xf16>, tensor<4x3xf16>) -> tensor<8x3xf32>
+func.func @logits_in_f32(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>, %y: tensor<4xi32>,
+                         %seed: tensor<f32>) -> (tensor<f32>, tensor<8x3xf32>) {
+  %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %1 = tg.softmax_cross_entropy %0, %y : (tensor<4x3xf32>, tensor<4xi32>) -> tensor<f32>
+  %2 = tg.softmax_cross_entropy_grad %seed, %0, %y : (tensor<f32>, tensor<4x3xf32>, tensor<4xi32>) -> tensor<4x3xf32>
+  %3 = tg.matmul %x, %2 transpose_lhs : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  return %1, %3 : tensor<f32>, tensor<8x3xf32>
+}
+
+// -----
+
+// Rule: the bias add of the output layer computes in f32 when all its users
+// need f32 and its inputs come in f32 for free (the matmul writes f32).
+// CHECK-LABEL: func @output_layer_in_f32
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x3xf32>
+// CHECK: %[[Z:.*]] = tg.add %[[M]], %{{.*}} : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+// CHECK: tg.softmax_cross_entropy %[[Z]]
+func.func @output_layer_in_f32(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>,
+                               %y: tensor<4xi32>) -> tensor<f32> {
+  %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %1 = tg.add %0, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %2 = tg.softmax_cross_entropy %1, %y : (tensor<4x3xf32>, tensor<4xi32>) -> tensor<f32>
+  return %2 : tensor<f32>
+}
+
+// -----
+
+// Rule: a parameter is cast once per step, and the cast is shared by its
+// forward and backward uses; its gradient reaches the f32 optimizer in f32.
+// CHECK-LABEL: func @parameter_cast_once
+// CHECK-SAME: %[[W:[^:]*]]: tensor<8x8xf32> {tg.param = "w"}
+// CHECK: %[[WH:.*]] = tg.cast %[[W]] : tensor<8x8xf32> to tensor<8x8xf16>
+// CHECK-NOT: tg.cast %[[W]]
+// CHECK: tg.matmul %{{.*}}, %[[WH]] compute(f32)
+// CHECK: %[[DW:.*]] = tg.matmul {{.*}} transpose_lhs compute(f32) : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<8x8xf32>
+// CHECK: tg.matmul %{{.*}}, %[[WH]] transpose_rhs compute(f32)
+// CHECK: tg.sgd_update %[[W]], %[[DW]] {lr = {{.*}}} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+func.func @parameter_cast_once(%w: tensor<8x8xf32> {tg.param = "w"}, %x: tensor<4x8xf32> {tg.input = "x"},
+                               %dy: tensor<4x8xf32> {tg.input = "dy"})
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>) {
+  %y = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %dw = tg.matmul %x, %dy transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %dx = tg.matmul %dy, %w transpose_rhs : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %w1 = tg.sgd_update %w, %dw {lr = 0.1 : f32} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %y, %dx, %w1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// Rule: one cast per (value, type), shared by all users.
+// CHECK-LABEL: func @one_cast_per_value
+// CHECK: %[[XH:.*]] = tg.cast %arg0 : tensor<4x4xf32> to tensor<4x4xf16>
+// CHECK-NOT: tg.cast
+// CHECK: tg.matmul %[[XH]], %[[XH]]
+// CHECK: tg.matmul %[[XH]],
+// CHECK: tg.matmul %{{.*}}, %[[XH]] transpose_rhs
+// CHECK: tg.exp %arg0
+// CHECK: tg.tanh %arg0
+func.func @one_cast_per_value(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %0 = tg.matmul %x, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = tg.matmul %x, %0 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %2 = tg.matmul %1, %x transpose_rhs : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %3 = tg.exp %x : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %4 = tg.tanh %x : tensor<4x4xf32>
+  return %2, %3, %4 : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// Rule: a constant used in low precision is converted, not cast.
+// CHECK-LABEL: func @constants_fold
+// CHECK: %[[C:.*]] = tg.constant dense<1.250000e-01> : tensor<f16>
+// CHECK: tg.mul %{{.*}}, %[[C]] compute(f16) : (tensor<4x4xf16>, tensor<f16>) -> tensor<4x4xf16>
+func.func @constants_fold(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %s = tg.constant dense<0.125> : tensor<f32>
+  %0 = tg.matmul %x, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = tg.mul %0, %s : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+  %2 = tg.matmul %1, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %2 : tensor<4x4xf32>
+}
+
+// -----
+
+// Rule: ops on no list, and ops of other dialects without the interface,
+// are left exactly as they are; arith.addf takes part through the external
+// model the test library attaches (infer list).
+// CHECK-LABEL: func @other_dialects
+// CHECK: %[[XH:.*]] = tg.cast %arg0
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x4xf16>
+// CHECK: %[[A:.*]] = arith.addf %[[M]], %[[M]] : tensor<4x4xf16>
+// CHECK: %[[N:.*]] = tg.matmul %[[A]], %[[XH]] compute(f32) : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf32>
+// CHECK: arith.subf %[[N]], %[[N]] : tensor<4x4xf32>
+func.func @other_dialects(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = tg.matmul %x, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = arith.addf %0, %0 : tensor<4x4xf32>
+  %2 = tg.matmul %1, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %3 = arith.subf %2, %2 : tensor<4x4xf32>
+  return %3 : tensor<4x4xf32>
+}
+
+// -----
+
+// Rule: f64 reference graphs are left alone.
+// CHECK-LABEL: func @f64_untouched
+// CHECK-NOT: tg.cast
+// CHECK: tg.matmul %arg0, %arg0 : (tensor<4x4xf64>, tensor<4x4xf64>) -> tensor<4x4xf64>
+func.func @f64_untouched(%x: tensor<4x4xf64>) -> tensor<4x4xf64> {
+  %0 = tg.matmul %x, %x : (tensor<4x4xf64>, tensor<4x4xf64>) -> tensor<4x4xf64>
+  return %0 : tensor<4x4xf64>
+}
