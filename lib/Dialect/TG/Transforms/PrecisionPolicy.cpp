@@ -219,7 +219,7 @@ LogicalResult PrecisionPolicy::loadFile(MLIRContext *ctx, StringRef path,
         err(at + " must be an object");
         return failure();
       }
-      PrecisionOverride o;
+      PrecisionOverride &o = overrides.emplace_back();
       std::optional<StringRef> name = obj->getString("name");
       std::optional<StringRef> pattern = obj->getString("pattern");
       std::optional<StringRef> precision = obj->getString("precision");
@@ -249,7 +249,6 @@ LogicalResult PrecisionPolicy::loadFile(MLIRContext *ctx, StringRef path,
         }
         o.glob = std::move(*glob);
       }
-      overrides.push_back(std::move(o));
     }
   }
   return success();

@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/GlobPattern.h"
 
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -78,7 +79,9 @@ private:
   std::string target = "generic";
   std::string unsupportedReason;
   llvm::StringMap<ListEdit> edits;
-  std::vector<PrecisionOverride> overrides;
+  /// A deque: a GlobPattern refers into its pattern string, so overrides
+  /// must not move once built.
+  std::deque<PrecisionOverride> overrides;
 };
 
 /// The location name of an op for reports and overrides: the name of a
