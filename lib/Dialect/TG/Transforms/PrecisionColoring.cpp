@@ -101,6 +101,20 @@ static Type withElement(Type t, Type element) {
   return cast<RankedTensorType>(t).clone(element);
 }
 
+/// A readable name for `v`: its producer's location name, or for a
+/// function argument the name of its training-step role.
+static std::string getValueName(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return getLocationName(v.getLoc());
+  if (auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+    for (NamedAttribute attr : fn.getArgAttrs(arg.getArgNumber()))
+      if (auto name = dyn_cast<StringAttr>(attr.getValue()))
+        if (attr.getName().getValue().starts_with("tg."))
+          return name.str();
+  return "arg" + std::to_string(arg.getArgNumber());
+}
+
 static Value lookThroughCasts(Value v) {
   while (auto cast = v.getDefiningOp<CastOp>())
     v = cast.getInput();
@@ -419,7 +433,7 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
     Type elem = getElementTypeOrSelf(type);
     std::string name;
     llvm::raw_string_ostream os(name);
-    os << getLocationName(v.getLoc()) << ".to_" << elem;
+    os << getValueName(v) << ".to_" << elem;
     Location loc = NameLoc::get(StringAttr::get(ctx, name), v.getLoc());
     auto c = CastOp::create(builder, loc, type, v);
     made.push_back(c);
@@ -540,19 +554,18 @@ void Colouring::describe(FunctionOpInterface fn, FunctionReport &report) {
     return tensor.getNumElements() *
            ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
   };
-  fn->walk([&](Operation *op) {
-    if (op == fn.getOperation())
-      return;
-    for (Value r : op->getResults()) {
+  for (Node &n : nodes) {
+    for (Value r : n.op->getResults()) {
       int64_t b = bytes(r.getType());
+      Type orig = original.lookup(r);
+      report.activationBytesBefore += bytes(orig ? orig : r.getType());
       report.activationBytesAfter += b;
       if (getElementTypeOrSelf(r.getType()) == low)
         report.activationBytesLow += b;
-      Type orig = original.lookup(r);
-      if (!created.contains(op))
-        report.activationBytesBefore += bytes(orig ? orig : r.getType());
     }
-  });
+  }
+  for (Operation *c : created)
+    report.castBytes += bytes(c->getResult(0).getType());
 }
 
 void mp::tg::applyAutoMixedPrecision(FunctionOpInterface fn,

@@ -59,10 +59,11 @@ void mp::tg::writePrecisionReport(raw_ostream &os,
             j.attribute("ops", int64_t(f.ops.size()));
             j.attribute("low_precision_ops", f.lowPrecisionOps);
             j.attribute("casts_inserted", f.castsInserted);
-            j.attribute("activation_bytes_f32_graph", f.activationBytesBefore);
+            j.attribute("activation_bytes_before", f.activationBytesBefore);
             j.attribute("activation_bytes", f.activationBytesAfter);
             j.attribute("activation_bytes_low_precision",
                         f.activationBytesLow);
+            j.attribute("cast_bytes", f.castBytes);
           });
         });
       }

@@ -38,10 +38,13 @@ struct FunctionReport {
   std::vector<OpDecision> ops;
   int64_t lowPrecisionOps = 0;
   int64_t castsInserted = 0;
-  /// Bytes of op results: in the f32 input, after the rewrite, and the part
-  /// of the latter stored in the low type.
+  /// Bytes of the results of the ops the pass reasoned about (the
+  /// activations and gradients of the step): in the input, after the
+  /// rewrite, and the part of the latter stored in the low type.
   int64_t activationBytesBefore = 0, activationBytesAfter = 0,
           activationBytesLow = 0;
+  /// Bytes of the results of the casts the pass inserted.
+  int64_t castBytes = 0;
 };
 
 /// Colours and rewrites `fn` according to `policy`, filling `report`.
