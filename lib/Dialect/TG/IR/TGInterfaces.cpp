@@ -20,12 +20,10 @@ using namespace mp::tg;
 #include "mp/Dialect/TG/IR/TGEnums.cpp.inc"
 #include "mp/Dialect/TG/IR/TGInterfaces.cpp.inc"
 
-static constexpr llvm::StringLiteral kComputeAttrName = "compute";
-
-FloatType mp::tg::detail::getComputeTypeOrDefault(Operation *op) {
-  if (std::optional<Attribute> attr = op->getInherentAttr(kComputeAttrName))
-    if (auto typeAttr = dyn_cast_or_null<TypeAttr>(*attr))
-      return dyn_cast<FloatType>(typeAttr.getValue());
+FloatType mp::tg::detail::getComputeTypeOrDefault(Operation *op,
+                                                  TypeAttr recorded) {
+  if (recorded)
+    return dyn_cast<FloatType>(recorded.getValue());
   auto iface = cast<PrecisionOpInterface>(op);
   for (OpOperand &operand : op->getOpOperands())
     if (iface.getOperandRole(operand.getOperandNumber()) == OperandRole::Data)
@@ -35,11 +33,6 @@ FloatType mp::tg::detail::getComputeTypeOrDefault(Operation *op) {
     if (auto f = dyn_cast<FloatType>(getElementTypeOrSelf(result)))
       return f;
   return {};
-}
-
-void mp::tg::detail::setComputeTypeAttr(Operation *op, FloatType type) {
-  op->setInherentAttr(StringAttr::get(op->getContext(), kComputeAttrName),
-                      type ? TypeAttr::get(type) : Attribute());
 }
 
 OperandRole mp::tg::detail::getDefaultOperandRole(Operation *op,

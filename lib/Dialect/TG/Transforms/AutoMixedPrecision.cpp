@@ -77,7 +77,7 @@ struct TGAutoMixedPrecisionPass
     });
     std::vector<FunctionReport> reports(functions.size());
     for (auto [fn, report] : llvm::zip(functions, reports))
-      applyAutoMixedPrecision(fn, policy, report);
+      applyAutoMixedPrecision(fn, policy, report, !reportFile.empty());
 
     auto write = [&](StringRef path, StringRef what,
                      function_ref<void(raw_ostream &)> body) {

@@ -28,9 +28,32 @@
 using namespace mlir;
 using namespace mp::tg;
 
+static Type withElement(Type t, Type element) {
+  return cast<RankedTensorType>(t).clone(element);
+}
+
 namespace {
 
 enum class Dir { Inputs, Outputs, Both };
+
+/// Why a node got its precision. Rendered to text only for the report.
+enum class Rule : uint8_t {
+  None,
+  AllowList,
+  DenyList,
+  DenySpread,   // from `ruleFrom`
+  BetweenAllow,
+  FollowsLow,   // from `ruleFrom`
+  ClearNextTo,  // from `ruleFrom`
+  UserOverride, // `override`
+  ForceAll,
+  InferAsDeny,
+  InferNoLowProducer,
+  InferFedByF32, // from `ruleFrom`
+  ClearNoNeighbour,
+  OutputLayerF32,
+  NoFastPath,
+};
 
 struct Node {
   PrecisionOpInterface op;
@@ -38,11 +61,16 @@ struct Node {
   /// overrides).
   PrecisionClass cls;
   bool independentStorage;
-  bool overridden = false;
+  Rule rule = Rule::None;
+  unsigned ruleFrom = 0;
+  const PrecisionOverride *override = nullptr;
+  /// Index of this node's first operand in Colouring::operandFlags.
+  unsigned firstOperand = 0;
   SmallVector<unsigned, 4> fanin, fanout;
-  std::string name;
-  std::string rule;
 };
+
+/// Per-operand facts, read once from the interface.
+enum OperandFlags : uint8_t { kData = 1, kSensitive = 2 };
 
 /// What a use wants the stored type of its value to be.
 enum class Want { Low, Original, F32, Any };
@@ -55,10 +83,12 @@ public:
   }
 
   void colour();
-  /// Keeps everything in f32, with `reason` as the rule of every op.
-  void keepAll(StringRef reason);
+  /// Keeps everything in f32 (the target has no fast path).
+  void keepAll();
   void rewrite(FunctionOpInterface fn, FunctionReport &report);
-  void describe(FunctionOpInterface fn, FunctionReport &report);
+  void describe(FunctionOpInterface fn, FunctionReport &report,
+                bool describeOps);
+  std::string renderRule(const Node &n) const;
 
 private:
   void build(FunctionOpInterface fn);
@@ -76,8 +106,19 @@ private:
   bool isDataOperand(Node &n, unsigned i) const;
   void demoteOutputLayer();
 
+  /// `t` with element type `element`, memoised: a step has few distinct
+  /// tensor types, and uniquing one costs a hash and a lock.
+  Type retype(Type t, Type element) {
+    auto [it, inserted] = retyped.try_emplace({t, element});
+    if (inserted)
+      it->second = withElement(t, element);
+    return it->second;
+  }
+
   const PrecisionPolicy &policy;
   FloatType low;
+  DenseMap<std::pair<Type, Type>, Type> retyped;
+  std::vector<uint8_t> operandFlags;
   std::vector<Node> nodes;
   DenseMap<Operation *, unsigned> index;
   std::vector<char> allow, deny;
@@ -95,10 +136,6 @@ static bool isAmpFloat(Type t) {
     return false;
   Type e = tensor.getElementType();
   return e.isF16() || e.isBF16() || e.isF32();
-}
-
-static Type withElement(Type t, Type element) {
-  return cast<RankedTensorType>(t).clone(element);
 }
 
 /// A readable name for `v`: its producer's location name, or for a
@@ -122,12 +159,14 @@ static Value lookThroughCasts(Value v) {
 }
 
 bool Colouring::isDataOperand(Node &n, unsigned i) const {
-  PrecisionOpInterface op = n.op;
-  return op.getOperandRole(i) == OperandRole::Data &&
-         isAmpFloat(op->getOperand(i).getType());
+  return operandFlags[n.firstOperand + i] & kData;
 }
 
 void Colouring::build(FunctionOpInterface fn) {
+  size_t numOps = 0;
+  fn->walk([&](Operation *) { ++numOps; });
+  index.reserve(numOps);
+  nodes.reserve(numOps);
   fn->walk([&](PrecisionOpInterface op) {
     std::optional<PrecisionClass> cls = policy.getListClass(op);
     if (!cls)
@@ -146,24 +185,41 @@ void Colouring::build(FunctionOpInterface fn) {
     if (!hasFloat || hasF64)
       return;
     Node n{op, *cls, op.hasIndependentResultStorage()};
-    n.name = getLocationName(op->getLoc());
-    if (const PrecisionOverride *o = policy.findOverride(n.name)) {
-      n.overridden = true;
+    const PrecisionOverride *o =
+        policy.hasOverrides()
+            ? policy.findOverride(getLocationName(op->getLoc()))
+            : nullptr;
+    if (o) {
+      n.override = o;
       n.cls = o->precision == PrecisionOverride::Precision::Low
                   ? PrecisionClass::Allow
                   : PrecisionClass::Deny;
-      n.rule = "user override (" + o->pattern + ")";
+      n.rule = Rule::UserOverride;
     } else if (policy.getLevel() == AmpLevel::ForceAll) {
       n.cls = PrecisionClass::Allow;
-      n.rule = "force-all level";
+      n.rule = Rule::ForceAll;
     } else if (policy.getLevel() == AmpLevel::InferAsDeny &&
                n.cls == PrecisionClass::Infer) {
       n.cls = PrecisionClass::Deny;
-      n.rule = "infer-as-deny level";
+      n.rule = Rule::InferAsDeny;
     }
     index[op] = nodes.size();
     nodes.push_back(std::move(n));
   });
+  for (Node &n : nodes) {
+    PrecisionOpInterface op = n.op;
+    n.firstOperand = operandFlags.size();
+    for (unsigned k = 0, e = op->getNumOperands(); k < e; ++k) {
+      uint8_t flags = 0;
+      if (op.getOperandRole(k) == OperandRole::Data &&
+          isAmpFloat(op->getOperand(k).getType())) {
+        flags = kData;
+        if (op.isPrecisionSensitiveOperand(k))
+          flags |= kSensitive;
+      }
+      operandFlags.push_back(flags);
+    }
+  }
   for (auto [i, n] : llvm::enumerate(nodes)) {
     for (unsigned k = 0, e = n.op->getNumOperands(); k < e; ++k) {
       if (!isDataOperand(n, k))
@@ -203,16 +259,18 @@ void Colouring::colour() {
   allow.assign(n, 0);
   deny.assign(n, 0);
   auto is = [&](unsigned i, PrecisionClass c) { return nodes[i].cls == c; };
-  auto setRule = [&](unsigned i, const Twine &rule) {
-    if (!nodes[i].overridden && nodes[i].rule.empty())
-      nodes[i].rule = rule.str();
+  auto setRule = [&](unsigned i, Rule rule, unsigned from = 0) {
+    if (nodes[i].rule == Rule::None) {
+      nodes[i].rule = rule;
+      nodes[i].ruleFrom = from;
+    }
   };
 
   // Phase 1: the allow list.
   for (unsigned i = 0; i < n; ++i)
     if (is(i, PrecisionClass::Allow)) {
       allow[i] = 1;
-      setRule(i, "allow list");
+      setRule(i, Rule::AllowList);
     }
 
   // Phase 2: deny spreads forward through clear and infer ops that lie
@@ -229,15 +287,15 @@ void Colouring::colour() {
   for (unsigned r = 0; r < n; ++r) {
     if (!is(r, PrecisionClass::Deny) || deny[r])
       continue;
-    setRule(r, "deny list");
+    setRule(r, Rule::DenyList);
     dfs(
         r, Dir::Outputs, [&](unsigned i) { return !deny[i] && upstream[i]; },
         [&](unsigned i) {
           deny[i] = 1;
           if (is(i, PrecisionClass::Deny))
-            setRule(i, "deny list");
+            setRule(i, Rule::DenyList);
           else
-            setRule(i, "deny spread from " + nodes[r].name);
+            setRule(i, Rule::DenySpread, r);
         });
   }
 
@@ -263,7 +321,7 @@ void Colouring::colour() {
           upAllow[i] = 1;
           if (!allow[i] && downstream[i]) {
             allow[i] = 1;
-            setRule(i, "between allow ops");
+            setRule(i, Rule::BetweenAllow);
           }
         });
   }
@@ -283,7 +341,7 @@ void Colouring::colour() {
     }
     if (from && !denied) {
       allow[i] = 1;
-      setRule(i, "follows low-precision op " + nodes[*from].name);
+      setRule(i, Rule::FollowsLow, *from);
     }
   }
 
@@ -308,7 +366,7 @@ void Colouring::colour() {
   }
   for (auto [i, r] : added) {
     allow[i] = 1;
-    setRule(i, "clear op next to low-precision op " + nodes[r].name);
+    setRule(i, Rule::ClearNextTo, r);
   }
 
   demoteOutputLayer();
@@ -317,16 +375,16 @@ void Colouring::colour() {
     if (allow[i])
       continue;
     if (is(i, PrecisionClass::Clear)) {
-      setRule(i, "clear op with no low-precision neighbour");
+      setRule(i, Rule::ClearNoNeighbour);
       continue;
     }
     if (!is(i, PrecisionClass::Infer))
       continue;
     auto d = llvm::find_if(nodes[i].fanin, [&](unsigned f) { return deny[f]; });
     if (d != nodes[i].fanin.end())
-      setRule(i, "infer op fed by f32 op " + nodes[*d].name);
+      setRule(i, Rule::InferFedByF32, *d);
     else
-      setRule(i, "infer op with no low-precision producer");
+      setRule(i, Rule::InferNoLowProducer);
   }
 }
 
@@ -335,14 +393,13 @@ Want Colouring::wantOf(OpOperand &use) const {
   if (!u)
     return Want::Original;
   const Node &n = nodes[*u];
-  PrecisionOpInterface op = n.op;
-  unsigned i = use.getOperandNumber();
-  if (op.getOperandRole(i) != OperandRole::Data)
+  uint8_t flags = operandFlags[n.firstOperand + use.getOperandNumber()];
+  if (!(flags & kData))
     return Want::Original;
   if (allow[*u])
     return Want::Low;
   if (n.cls == PrecisionClass::Deny && n.independentStorage)
-    return op.isPrecisionSensitiveOperand(i) ? Want::F32 : Want::Any;
+    return (flags & kSensitive) ? Want::F32 : Want::Any;
   return Want::Original;
 }
 
@@ -352,7 +409,7 @@ Want Colouring::wantOf(OpOperand &use) const {
 void Colouring::demoteOutputLayer() {
   for (unsigned i = nodes.size(); i-- > 0;) {
     Node &n = nodes[i];
-    if (!allow[i] || n.overridden || n.cls == PrecisionClass::Allow)
+    if (!allow[i] || n.override || n.cls == PrecisionClass::Allow)
       continue;
     bool allUsersNeedF32 = true, anyUser = false;
     for (Value r : n.op->getResults()) {
@@ -381,14 +438,14 @@ void Colouring::demoteOutputLayer() {
     if (!inputsFree)
       continue;
     allow[i] = 0;
-    n.rule = "all users need f32 (output layer in f32)";
+    n.rule = Rule::OutputLayerF32;
   }
 }
 
-void Colouring::keepAll(StringRef reason) {
+void Colouring::keepAll() {
   for (auto [i, n] : llvm::enumerate(nodes)) {
     allow[i] = 0;
-    n.rule = reason.str();
+    n.rule = Rule::NoFastPath;
   }
 }
 
@@ -405,7 +462,6 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
     for (Value r : n.op->getResults()) {
       if (!isAmpFloat(r.getType()))
         continue;
-      original[r] = r.getType();
       bool anyLow = false, anyF32 = false;
       for (OpOperand &use : r.getUses()) {
         Want w = wantOf(use);
@@ -418,8 +474,10 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
       else
         storeLow = n.cls == PrecisionClass::Deny && n.independentStorage &&
                    anyLow && !anyF32;
-      if (storeLow)
-        r.setType(withElement(r.getType(), low));
+      if (storeLow && getElementTypeOrSelf(r.getType()) != low) {
+        original[r] = r.getType();
+        r.setType(retype(r.getType(), low));
+      }
     }
   }
 
@@ -430,11 +488,14 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
     if (Value c = casts.lookup(key))
       return c;
     builder.setInsertionPointAfterValue(v);
-    Type elem = getElementTypeOrSelf(type);
-    std::string name;
-    llvm::raw_string_ostream os(name);
-    os << getValueName(v) << ".to_" << elem;
-    Location loc = NameLoc::get(StringAttr::get(ctx, name), v.getLoc());
+    // Casts of arguments get a name of their own (the argument's role name);
+    // a cast of an op's result shares that op's location.
+    Location loc = v.getLoc();
+    if (isa<BlockArgument>(v)) {
+      std::string name = getValueName(v) + ".to_";
+      llvm::raw_string_ostream(name) << getElementTypeOrSelf(type);
+      loc = NameLoc::get(StringAttr::get(ctx, name), loc);
+    }
     auto c = CastOp::create(builder, loc, type, v);
     made.push_back(c);
     created.insert(c);
@@ -444,21 +505,21 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
 
   // Values whose stored type may differ from what a user expects: node
   // results and every value a node reads as data.
-  SetVector<Value> values;
-  for (Node &n : nodes) {
-    for (Value r : n.op->getResults())
-      if (isAmpFloat(r.getType()))
-        values.insert(r);
+  SetVector<Value> external;
+  for (Node &n : nodes)
     for (unsigned k = 0, e = n.op->getNumOperands(); k < e; ++k)
-      if (isDataOperand(n, k))
-        values.insert(n.op->getOperand(k));
-  }
-  for (Value v : values) {
+      if (isDataOperand(n, k)) {
+        Value v = n.op->getOperand(k);
+        if (!nodeOf(v.getDefiningOp()))
+          external.insert(v);
+      }
+  SmallVector<OpOperand *> uses;
+  auto fixUses = [&](Value v) {
     Type stored = v.getType();
     Type orig = original.lookup(v);
     if (!orig)
       orig = stored;
-    SmallVector<OpOperand *> uses;
+    uses.clear();
     for (OpOperand &use : v.getUses())
       uses.push_back(&use);
     for (OpOperand *use : uses) {
@@ -467,10 +528,10 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
       Type required;
       switch (wantOf(*use)) {
       case Want::Low:
-        required = withElement(stored, low);
+        required = retype(stored, low);
         break;
       case Want::F32:
-        required = withElement(stored, f32);
+        required = retype(stored, f32);
         break;
       case Want::Original:
         required = orig;
@@ -482,7 +543,13 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
       if (required != stored)
         use->set(castTo(v, required));
     }
-  }
+  };
+  for (Node &n : nodes)
+    for (Value r : n.op->getResults())
+      if (isAmpFloat(r.getType()))
+        fixUses(r);
+  for (Value v : external)
+    fixUses(v);
 
   // Compute types: allow-list ops accumulate in f32, other low ops compute
   // in the low type, deny ops that touch low storage compute in f32.
@@ -518,16 +585,56 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
   report.castsInserted = created.size();
 }
 
-void Colouring::describe(FunctionOpInterface fn, FunctionReport &report) {
+std::string Colouring::renderRule(const Node &n) const {
+  auto from = [&] { return getLocationName(nodes[n.ruleFrom].op->getLoc()); };
+  switch (n.rule) {
+  case Rule::None:
+    return "";
+  case Rule::AllowList:
+    return "allow list";
+  case Rule::DenyList:
+    return "deny list";
+  case Rule::DenySpread:
+    return "deny spread from " + from();
+  case Rule::BetweenAllow:
+    return "between allow ops";
+  case Rule::FollowsLow:
+    return "follows low-precision op " + from();
+  case Rule::ClearNextTo:
+    return "clear op next to low-precision op " + from();
+  case Rule::UserOverride:
+    return "user override (" + n.override->pattern + ")";
+  case Rule::ForceAll:
+    return "force-all level";
+  case Rule::InferAsDeny:
+    return "infer-as-deny level";
+  case Rule::InferNoLowProducer:
+    return "infer op with no low-precision producer";
+  case Rule::InferFedByF32:
+    return "infer op fed by f32 op " + from();
+  case Rule::ClearNoNeighbour:
+    return "clear op with no low-precision neighbour";
+  case Rule::OutputLayerF32:
+    return "all users need f32 (output layer in f32)";
+  case Rule::NoFastPath:
+    return policy.getUnsupportedReason().str();
+  }
+  llvm_unreachable("unknown rule");
+}
+
+void Colouring::describe(FunctionOpInterface fn, FunctionReport &report,
+                         bool describeOps) {
   FloatType low = this->low;
   for (auto [i, n] : llvm::enumerate(nodes)) {
+    report.lowPrecisionOps += allow[i];
+    if (!describeOps)
+      continue;
     OpDecision d;
-    d.name = n.name;
+    d.name = getLocationName(n.op->getLoc());
     d.opName = n.op->getName().getStringRef().str();
     std::optional<PrecisionClass> listed = policy.getListClass(n.op);
     d.listClass = listed ? stringifyPrecisionClass(*listed).str() : "none";
     d.lowPrecision = allow[i];
-    report.lowPrecisionOps += allow[i];
     if (FloatType t = n.op.getComputeType()) {
       llvm::raw_string_ostream os(d.computeType);
       os << t;
@@ -544,7 +651,7 @@ void Colouring::describe(FunctionOpInterface fn, FunctionReport &report) {
       d.operandTypes.push_back(typeName(t));
     for (Type t : n.op->getResultTypes())
       d.resultTypes.push_back(typeName(t));
-    d.rule = n.rule;
+    d.rule = renderRule(n);
     report.ops.push_back(std::move(d));
   }
   auto bytes = [](Type t) -> int64_t {
@@ -570,7 +677,8 @@ void Colouring::describe(FunctionOpInterface fn, FunctionReport &report) {
 
 void mp::tg::applyAutoMixedPrecision(FunctionOpInterface fn,
                                      const PrecisionPolicy &policy,
-                                     FunctionReport &report) {
+                                     FunctionReport &report,
+                                     bool describeOps) {
   report.function = fn.getName().str();
   Colouring colouring(fn, policy);
   colouring.colour();
@@ -578,7 +686,7 @@ void mp::tg::applyAutoMixedPrecision(FunctionOpInterface fn,
     colouring.rewrite(fn, report);
   } else {
     report.applied = false;
-    colouring.keepAll(policy.getUnsupportedReason());
+    colouring.keepAll();
   }
-  colouring.describe(fn, report);
+  colouring.describe(fn, report, describeOps);
 }

@@ -16,11 +16,30 @@
 
 namespace mp::tg {
 namespace detail {
-/// The compute type recorded on `op`, or the storage type of its first
-/// floating-point data operand (first floating-point result if it has none).
-mlir::FloatType getComputeTypeOrDefault(mlir::Operation *op);
+/// `recorded` if set, else the storage type of the first floating-point data
+/// operand of `op` (first floating-point result if it has none).
+mlir::FloatType getComputeTypeOrDefault(mlir::Operation *op,
+                                        mlir::TypeAttr recorded);
+
+template <typename OpT>
+using HasComputeAttr = decltype(std::declval<OpT &>().getComputeAttr());
+
+/// The `compute` attribute of `op`, through its generated accessor (no
+/// attribute-name lookup); null for ops without one.
+template <typename OpT>
+mlir::TypeAttr getComputeTypeAttr(OpT op) {
+  if constexpr (llvm::is_detected<HasComputeAttr, OpT>::value)
+    return op.getComputeAttr();
+  else
+    return {};
+}
+
 /// Records `type` as the compute type of `op`; null clears it.
-void setComputeTypeAttr(mlir::Operation *op, mlir::FloatType type);
+template <typename OpT>
+void setComputeTypeAttr(OpT op, mlir::FloatType type) {
+  if constexpr (llvm::is_detected<HasComputeAttr, OpT>::value)
+    op.setComputeAttr(type ? mlir::TypeAttr::get(type) : mlir::TypeAttr());
+}
 /// Floating-point operands are data, all others are indices.
 OperandRole getDefaultOperandRole(mlir::Operation *op, unsigned index);
 /// Fails with a diagnostic when an operand or result of `op` is a tensor of

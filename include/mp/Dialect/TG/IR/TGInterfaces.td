@@ -51,13 +51,14 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
       "::mlir::FloatType", "getComputeType", (ins), [{}], [{
         if (!$_op.hasComputeType())
           return {};
-        return ::mp::tg::detail::getComputeTypeOrDefault($_op.getOperation());
+        return ::mp::tg::detail::getComputeTypeOrDefault(
+            $_op.getOperation(), ::mp::tg::detail::getComputeTypeAttr($_op));
       }]>,
     InterfaceMethod<
       "Records the compute type; a null type clears it (the op then computes "
       "in its storage type).",
       "void", "setComputeType", (ins "::mlir::FloatType":$type), [{}], [{
-        ::mp::tg::detail::setComputeTypeAttr($_op.getOperation(), type);
+        ::mp::tg::detail::setComputeTypeAttr($_op, type);
       }]>,
     StaticInterfaceMethod<
       "Whether the op's floating-point results may be stored in another "

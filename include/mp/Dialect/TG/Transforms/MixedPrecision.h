@@ -47,11 +47,12 @@ struct FunctionReport {
   int64_t castBytes = 0;
 };
 
-/// Colours and rewrites `fn` according to `policy`, filling `report`.
-/// Never fails on valid IR: ops it cannot reason about are left alone.
+/// Colours and rewrites `fn` according to `policy`, filling the totals of
+/// `report` and, with `describeOps`, one OpDecision per op. Never fails on
+/// valid IR: ops it cannot reason about are left alone.
 void applyAutoMixedPrecision(mlir::FunctionOpInterface fn,
                              const PrecisionPolicy &policy,
-                             FunctionReport &report);
+                             FunctionReport &report, bool describeOps = true);
 
 /// Writes the JSON precision report of a module.
 void writePrecisionReport(llvm::raw_ostream &os,

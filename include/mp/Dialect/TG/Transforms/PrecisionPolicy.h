@@ -59,6 +59,7 @@ public:
 
   /// The list an op is on after the user's edits; none if it is on no list.
   std::optional<PrecisionClass> getListClass(PrecisionOpInterface op) const;
+  bool hasOverrides() const { return !overrides.empty(); }
   /// The first override matching `name` (exact names before patterns).
   const PrecisionOverride *findOverride(llvm::StringRef name) const;
 
