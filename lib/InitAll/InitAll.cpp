@@ -15,6 +15,7 @@ void mp::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void mp::registerAllPasses() {
   mp::tg::registerTGPasses();
+  mp::tg::registerTGMixedPrecisionPipeline();
   // Upstream passes the mixed-precision pipelines are built from.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

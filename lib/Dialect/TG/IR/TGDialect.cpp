@@ -70,6 +70,17 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (name == kParamAttr || name == kStateAttr || name == kInputAttr ||
       name == kLabelAttr)
     return verifyName(op, attr, "argument #" + std::to_string(argIndex));
+  if (name == kInitAttr) {
+    // The initial value of a state argument, for the runtime.
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto init = dyn_cast<DenseElementsAttr>(attr.getValue());
+    if (!fn || !init || init.getType() != fn.getArgumentTypes()[argIndex])
+      return op->emitError() << "'" << kInitAttr << "' on argument #"
+                             << argIndex
+                             << " must be a dense elements attribute of the "
+                                "argument's type";
+    return success();
+  }
   return op->emitError() << "unknown tg argument attribute '" << name << "'";
 }
 

@@ -562,6 +562,12 @@ OperandRole SoftmaxCrossEntropyGradOp::getOperandRole(unsigned index) {
   }
 }
 
+OpOperand &SoftmaxCrossEntropyGradOp::getSeedOperand() {
+  return getLossGradMutable();
+}
+
+OpOperand &MseLossGradOp::getSeedOperand() { return getLossGradMutable(); }
+
 LogicalResult GatherGradOp::verify() {
   RankedTensorType table = getType();
   if (table.getRank() < 1)
@@ -644,6 +650,18 @@ OperandRole SgdUpdateOp::getOperandRole(unsigned index) {
     return OperandRole::Data;
   Type elem = getElementTypeOrSelf(getOperand(index).getType());
   return isa<FloatType>(elem) ? OperandRole::Parameter : OperandRole::Index;
+}
+
+OpOperand &SgdUpdateOp::getGradOperand() { return getGradMutable(); }
+Value SgdUpdateOp::getSkipPredicate() { return getSkipIf(); }
+void SgdUpdateOp::setSkipPredicate(Value predicate) {
+  getSkipIfMutable().assign(predicate);
+}
+
+OpOperand &AdamUpdateOp::getGradOperand() { return getGradMutable(); }
+Value AdamUpdateOp::getSkipPredicate() { return getSkipIf(); }
+void AdamUpdateOp::setSkipPredicate(Value predicate) {
+  getSkipIfMutable().assign(predicate);
 }
 
 LogicalResult AdamUpdateOp::verify() {

@@ -58,6 +58,10 @@ mp::tg::getTrainStepSignature(FunctionOpInterface fn, bool emitErrors) {
         return fail("argument #" + Twine(i) + " has more than one role");
       arg = StepArgument{role, name.getValue(), std::nullopt};
     }
+    if (arg && fn.getArgAttr(i, TGDialect::kInitAttr) &&
+        arg->role != ArgRole::State)
+      return fail("argument #" + Twine(i) +
+                  " has tg.init, which only tg.state arguments may have");
     if (!arg)
       return fail("argument #" + Twine(i) +
                   " has no role; give it one of tg.param, tg.state, "

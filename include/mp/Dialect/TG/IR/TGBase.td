@@ -61,6 +61,7 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kLossAttr = "tg.loss";
     static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
     static constexpr ::llvm::StringLiteral kOutputAttr = "tg.output";
+    static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
   }];
 }
 

@@ -86,4 +86,32 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
   ];
 }
 
+def TG_LossGradientOpInterface : OpInterface<"LossGradientOpInterface"> {
+  let cppNamespace = "::mp::tg";
+  let description = [{
+    An op that starts the backward pass from the gradient of the loss (the
+    seed, `d loss / d loss`). Loss scaling multiplies the seed by the scale.
+  }];
+  let methods = [
+    InterfaceMethod<"The operand holding the loss gradient (the seed).",
+      "::mlir::OpOperand &", "getSeedOperand">,
+  ];
+}
+
+def TG_OptimizerOpInterface : OpInterface<"OptimizerOpInterface"> {
+  let cppNamespace = "::mp::tg";
+  let description = [{
+    A parameter update. Loss scaling feeds it the unscaled gradient and the
+    device-side predicate that skips the update on overflow.
+  }];
+  let methods = [
+    InterfaceMethod<"The gradient operand.", "::mlir::OpOperand &",
+      "getGradOperand">,
+    InterfaceMethod<"The skip predicate, or null.", "::mlir::Value",
+      "getSkipPredicate">,
+    InterfaceMethod<"Sets the skip predicate.", "void", "setSkipPredicate",
+      (ins "::mlir::Value":$predicate)>,
+  ];
+}
+
 #endif // MP_DIALECT_TG_IR_TGINTERFACES_TD

@@ -715,7 +715,9 @@ def TG_LayerNormGradOp : TG_ComputeOp<"layer_norm_grad", "Deny", [
 def TG_SoftmaxCrossEntropyGradOp
     : TG_ComputeOp<"softmax_cross_entropy_grad", "Deny", [
         AllShapesMatch<["logits", "result"]>, TG_IndependentResultStorage,
-        TG_FullPrecisionDataOperands], ["getOperandRole"]> {
+        TG_FullPrecisionDataOperands,
+        DeclareOpInterfaceMethods<TG_LossGradientOpInterface>],
+    ["getOperandRole"]> {
   let summary = "gradient of softmax_cross_entropy with respect to logits";
   let description = [{
     Given the loss gradient `dloss` (rank 0, the seed of the backward pass),
@@ -741,7 +743,8 @@ def TG_SoftmaxCrossEntropyGradOp
 
 def TG_MseLossGradOp : TG_ComputeOp<"mse_loss_grad", "Deny", [
     AllShapesMatch<["prediction", "target", "result"]>,
-    TG_IndependentResultStorage, TG_FullPrecisionDataOperands]> {
+    TG_IndependentResultStorage, TG_FullPrecisionDataOperands,
+    DeclareOpInterfaceMethods<TG_LossGradientOpInterface>]> {
   let summary = "gradient of mse_loss with respect to the prediction";
   let description = [{
     Returns `dloss * 2 * (prediction - target) / numel`.
@@ -791,7 +794,9 @@ def TG_GatherGradOp : TG_ComputeOp<"gather_grad", "Deny", [
 
 def TG_SgdUpdateOp : TG_ComputeOp<"sgd_update", "Deny", [
     AttrSizedOperandSegments, AllTypesMatch<["param", "new_param"]>,
-    TG_FullPrecisionDataOperands], ["getOperandRole"]> {
+    TG_FullPrecisionDataOperands,
+    DeclareOpInterfaceMethods<TG_OptimizerOpInterface>],
+    ["getOperandRole"]> {
   let summary = "stochastic gradient descent update, optionally with momentum";
   let description = [{
     Returns the updated parameter (and momentum buffer), following
@@ -836,7 +841,8 @@ def TG_AdamUpdateOp : TG_ComputeOp<"adam_update", "Deny", [
     AllTypesMatch<["param", "new_param"]>,
     AllTypesMatch<["first_moment", "second_moment", "new_first_moment",
                    "new_second_moment"]>,
-    AllTypesMatch<["step", "new_step"]>, TG_FullPrecisionDataOperands],
+    AllTypesMatch<["step", "new_step"]>, TG_FullPrecisionDataOperands,
+    DeclareOpInterfaceMethods<TG_OptimizerOpInterface>],
     ["getOperandRole"]> {
   let summary = "Adam update, optionally with decoupled weight decay (AdamW)";
   let description = [{

@@ -90,4 +90,68 @@ def TGAutoMixedPrecision : Pass<"tg-auto-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGInsertLossScaling : Pass<"tg-insert-loss-scaling", "::mlir::ModuleOp"> {
+  let summary = "Scale the loss, unscale and check the gradients, skip the "
+                "step on overflow, and update the scale, all in the step";
+  let description = [{
+    Rewrites every training step (`tg.train_step`) with the semantics of
+    `torch.amp.GradScaler`, without a host round trip:
+
+    * the seed of the backward pass (the loss-gradient operand of every
+      `LossGradientOpInterface` op) is multiplied by the scale S
+      (`tg.apply_loss_scale`), so every gradient carries S;
+    * the optimizer updates (`OptimizerOpInterface`) move to the end of the
+      step, after one `tg.unscale_grads` over all their gradients, which
+      multiplies them by 1/S and reports whether any element is not finite;
+    * every update reads the unscaled gradient and skips (returns its inputs
+      bit-identical) when that predicate is true;
+    * in dynamic mode, `tg.update_loss_scale` backs S off on overflow and
+      grows it after `growth-interval` clean steps. S and the count of good
+      steps become `tg.state` arguments (`amp.loss_scale`,
+      `amp.good_steps`, with their initial values in `tg.init`) updated by
+      new results. In static mode S is a constant.
+
+    Parameters and optimizer state stay f32 master weights: the pass never
+    retypes them. A step already loss-scaled is left as it is.
+
+    Before:
+
+    ```mlir
+    %seed = tg.constant dense<1.0> : tensor<f32>
+    %dl = tg.softmax_cross_entropy_grad %seed, %logits, %y : ...
+    ...
+    %w1 = tg.sgd_update %w, %dw {lr = 0.1 : f32} : ...
+    ```
+
+    After (dynamic):
+
+    ```mlir
+    %scaled = tg.apply_loss_scale %seed, %loss_scale : ...
+    %dl = tg.softmax_cross_entropy_grad %scaled, %logits, %y : ...
+    ...
+    %dwu, %found_inf = tg.unscale_grads %dw by %loss_scale : ...
+    %w1 = tg.sgd_update %w, %dwu skip_if(%found_inf) {lr = 0.1 : f32} : ...
+    %s1, %n1 = tg.update_loss_scale %loss_scale, %good_steps, %found_inf ...
+    ```
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
+           "dynamic, static, none, or auto (dynamic when the step stores "
+           "any value in f16, none otherwise)">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "The initial (dynamic) or fixed (static) scale">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "Scale multiplier after growth-interval clean steps (> 1)">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "Scale multiplier on overflow (in (0, 1))">,
+    Option<"growthInterval", "growth-interval", "int64_t",
+           /*default=*/"2000", "Clean steps before the scale grows (>= 1)">,
+    Option<"minScale", "min-scale", "double", /*default=*/"0.0",
+           "Lower bound of the scale (0: none)">,
+    Option<"maxScale", "max-scale", "double", /*default=*/"0.0",
+           "Upper bound of the scale (0: none)">,
+  ];
+}
+
 #endif // MP_DIALECT_TG_TRANSFORMS_PASSES_TD
