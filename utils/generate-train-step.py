@@ -272,6 +272,18 @@ def gen_transformer(a):
              f"{tensor([B, S, din])}", loc + ".grad_input")
         return gw, f"{dst}_x"
 
+    def ln_grad(l, which, dy, x):
+        """Backward of block l's layer norm `which`; returns d(input)."""
+        p, stat, pre = f"b{l}", tensor([B, S]), f"%d_b{l}_{which}"
+        s.op(f"{pre}_x, {pre}_g, {pre}_b",
+             f"tg.layer_norm_grad {dy}, {x}, {blocks[l][which + '.scale']}, "
+             f"%{p}_{which}_mean, %{p}_{which}_rstd axis = 2 : ({bsd}, {bsd}, "
+             f"{vec(D)}, {stat}, {stat}) -> ({bsd}, {vec(D)}, {vec(D)})",
+             f"block{l}.{which}.grad")
+        grads[f"block{l}.{which}.scale"] = f"{pre}_g"
+        grads[f"block{l}.{which}.bias"] = f"{pre}_b"
+        return f"{pre}_x"
+
     scale = 1.0 / math.sqrt(Dh)
     s.comment("Forward: embeddings.")
     s.op("%tok", f"tg.gather {emb}[{ids}] : ({mat(V, D)}, {ids_t}) -> {bsd}",
@@ -348,15 +360,8 @@ def gen_transformer(a):
         grads[f"{k}.mlp.w1"], dy = linear_grad(
             sv["y"], D, f"%d_{p}_u", F, P["mlp.w1"], f"%d_{p}_fc1",
             f"{k}.mlp.fc1")
-        stat = tensor([B, S])
-        s.op(f"%d_{p}_ln2_x, %d_{p}_ln2_g, %d_{p}_ln2_b",
-             f"tg.layer_norm_grad {dy}, %{p}_x2, {P['ln2.scale']}, "
-             f"%{p}_ln2_mean, %{p}_ln2_rstd axis = 2 : ({bsd}, {bsd}, "
-             f"{vec(D)}, {stat}, {stat}) -> ({bsd}, {vec(D)}, {vec(D)})",
-             f"{k}.ln2.grad")
-        grads[f"{k}.ln2.scale"] = f"%d_{p}_ln2_g"
-        grads[f"{k}.ln2.bias"] = f"%d_{p}_ln2_b"
-        s.op(f"%d_{p}_x2", f"tg.add {dx}, %d_{p}_ln2_x : ({bsd}, {bsd}) -> "
+        dln2 = ln_grad(l, "ln2", dy, f"%{p}_x2")
+        s.op(f"%d_{p}_x2", f"tg.add {dx}, {dln2} : ({bsd}, {bsd}) -> "
              f"{bsd}", f"{k}.mlp.residual.grad")
         s.comment(f"Backward: block {l}, attention.")
         grads[f"{k}.attn.wo"], dctx = linear_grad(
@@ -391,14 +396,8 @@ def gen_transformer(a):
                 s.op(f"%d_{p}_x1{q}", f"tg.add {dx1}, {dxq} : ({bsd}, {bsd}) "
                      f"-> {bsd}", f"{k}.attn.{q}.grad_sum")
                 dx1 = f"%d_{p}_x1{q}"
-        s.op(f"%d_{p}_ln1_x, %d_{p}_ln1_g, %d_{p}_ln1_b",
-             f"tg.layer_norm_grad {dx1}, {sv['x']}, {P['ln1.scale']}, "
-             f"%{p}_ln1_mean, %{p}_ln1_rstd axis = 2 : ({bsd}, {bsd}, "
-             f"{vec(D)}, {stat}, {stat}) -> ({bsd}, {vec(D)}, {vec(D)})",
-             f"{k}.ln1.grad")
-        grads[f"{k}.ln1.scale"] = f"%d_{p}_ln1_g"
-        grads[f"{k}.ln1.bias"] = f"%d_{p}_ln1_b"
-        s.op(f"%d_{p}_x", f"tg.add %d_{p}_x2, %d_{p}_ln1_x : ({bsd}, {bsd}) "
+        dln1 = ln_grad(l, "ln1", dx1, sv["x"])
+        s.op(f"%d_{p}_x", f"tg.add %d_{p}_x2, {dln1} : ({bsd}, {bsd}) "
              f"-> {bsd}", f"{k}.attn.residual.grad")
         dx = f"%d_{p}_x"
     s.comment("Backward: embeddings.")
