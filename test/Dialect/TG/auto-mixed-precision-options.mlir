@@ -11,6 +11,8 @@
 // RUN: mp-opt %s --tg-auto-mixed-precision="target=sm_75 compute-type=bf16" 2>&1 | FileCheck %s --check-prefix=NO-FAST-PATH
 // RUN: mp-opt %s --tg-auto-mixed-precision="target=cpu" 2>&1 | FileCheck %s --check-prefix=CPU
 // RUN: mp-opt %s --tg-auto-mixed-precision="target=sm_75" | FileCheck %s --check-prefix=SM75
+// RUN: mp-opt %s --split-input-file --tg-auto-mixed-precision="change-signature=true" 2>/dev/null | FileCheck %s --check-prefix=SIGNATURE
+// RUN: mp-opt %s --split-input-file --tg-auto-mixed-precision="change-signature=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=SIGNATURE-REMARK
 
 func.func @step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %v: tensor<8x8xf32>) -> tensor<4x8xf32> {
   %0 = tg.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("block0.fc")
@@ -63,3 +65,36 @@ func.func @step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %v: tensor<8x8xf32>) -
 // NO-FAST-PATH-NOT: tg.cast
 // CPU: remark: tg-auto-mixed-precision: target cpu has no fast f16 path; the graph stays in f32 (use target=cpu-avx512bf16 on a CPU with AVX512-BF16, or target=generic to emulate)
 // SM75: tg.matmul {{.*}} compute(f32) : (tensor<4x8xf16>
+
+// -----
+
+// With change-signature, an input used only in low precision is taken in
+// f16 and a low-precision output is returned as f16; the parameter stays f32.
+// SIGNATURE-LABEL: func @entry
+// SIGNATURE-SAME: (%[[X:.*]]: tensor<4x4xf16> {tg.input = "x"}, %[[W:.*]]: tensor<4x4xf32> {tg.param = "w"}) -> (tensor<4x4xf16> {tg.output = "y"}, tensor<4x4xf32> {tg.output = "z"})
+// SIGNATURE: %[[WH:.*]] = tg.cast %[[W]]
+// SIGNATURE-NOT: tg.cast
+// SIGNATURE: tg.matmul %[[X]], %[[WH]]
+// SIGNATURE: return %{{.*}}, %{{.*}} : tensor<4x4xf16>, tensor<4x4xf32>
+func.func @entry(%x: tensor<4x4xf32> {tg.input = "x"}, %w: tensor<4x4xf32> {tg.param = "w"})
+    -> (tensor<4x4xf32> {tg.output = "y"}, tensor<4x4xf32> {tg.output = "z"}) {
+  %0 = tg.matmul %x, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = tg.relu %0 : tensor<4x4xf32>
+  %2 = tg.matmul %1, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %1, %2 : tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// A function that is called keeps its signature.
+// SIGNATURE-REMARK: remark: tg-auto-mixed-precision: the signature of a function that is called is not changed
+// SIGNATURE-LABEL: func @callee
+// SIGNATURE-SAME: (%{{.*}}: tensor<4x4xf32>) -> tensor<4x4xf32>
+func.func @callee(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = tg.matmul %x, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+func.func @caller(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = func.call @callee(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}

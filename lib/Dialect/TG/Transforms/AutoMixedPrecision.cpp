@@ -58,6 +58,7 @@ struct TGAutoMixedPrecisionPass
       return failure();
     if (!policyFile.empty() && failed(policy.loadFile(ctx, policyFile, err)))
       return failure();
+    policy.setChangeSignature(changeSignature);
     return success();
   }
 

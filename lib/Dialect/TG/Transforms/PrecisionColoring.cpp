@@ -20,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseMap.h"
@@ -86,6 +87,9 @@ public:
   /// Keeps everything in f32 (the target has no fast path).
   void keepAll();
   void rewrite(FunctionOpInterface fn, FunctionReport &report);
+  /// With the user's consent, takes arguments used only in low precision in
+  /// the low type and returns low-precision results unconverted.
+  void changeSignature(FunctionOpInterface fn);
   void describe(FunctionOpInterface fn, FunctionReport &report,
                 bool describeOps);
   std::string renderRule(const Node &n) const;
@@ -571,6 +575,9 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
       n.op.setComputeType(cast<FloatType>(f32));
   }
 
+  if (policy.allowsSignatureChange())
+    changeSignature(fn);
+
   // Fold the casts made: exact round trips and casts of constants.
   GreedyRewriteConfig config;
   config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
@@ -583,6 +590,57 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
       created.insert(c);
   });
   report.castsInserted = created.size();
+}
+
+void Colouring::changeSignature(FunctionOpInterface fn) {
+  // Call sites would no longer match: only entry points change.
+  if (!SymbolTable::symbolKnownUseEmpty(fn, fn->getParentOp())) {
+    fn.emitRemark("tg-auto-mixed-precision: the signature of a function "
+                  "that is called is not changed");
+    return;
+  }
+  Block &body = fn.getFunctionBody().front();
+  SmallVector<Type> argTypes(fn.getArgumentTypes());
+  SmallVector<Type> resultTypes(fn.getResultTypes());
+  // Arguments: not parameters or state (master weights stay f32), and every
+  // use is one of our casts to the low type.
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (fn.getArgAttr(i, TGDialect::kParamAttr) ||
+        fn.getArgAttr(i, TGDialect::kStateAttr) || arg.use_empty() ||
+        !isAmpFloat(arg.getType()))
+      continue;
+    Operation *cast = *arg.getUsers().begin();
+    bool onlyOneLowCast = created.contains(cast) && arg.hasOneUse() &&
+                          getElementTypeOrSelf(cast->getResult(0)) == low;
+    if (!onlyOneLowCast)
+      continue;
+    arg.setType(cast->getResult(0).getType());
+    cast->getResult(0).replaceAllUsesWith(arg);
+    created.erase(cast);
+    cast->erase();
+    argTypes[i] = arg.getType();
+  }
+  // Results: a low-precision value cast back to its original type only to
+  // be returned is returned as it is. Updated parameters and state, and the
+  // loss, are f32 anyway.
+  Operation *ret = body.getTerminator();
+  for (OpOperand &operand : ret->getOpOperands()) {
+    auto cast = operand.get().getDefiningOp<CastOp>();
+    if (!cast || !created.contains(cast) ||
+        getElementTypeOrSelf(cast.getInput()) != low)
+      continue;
+    unsigned r = operand.getOperandNumber();
+    if (fn.getResultAttr(r, TGDialect::kUpdateAttr))
+      continue;
+    operand.set(cast.getInput());
+    resultTypes[r] = cast.getInput().getType();
+    if (cast->use_empty()) {
+      created.erase(cast);
+      cast->erase();
+    }
+  }
+  fn.setType(FunctionType::get(fn->getContext(), argTypes, resultTypes));
 }
 
 std::string Colouring::renderRule(const Node &n) const {

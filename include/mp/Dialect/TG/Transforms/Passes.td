@@ -82,6 +82,10 @@ def TGAutoMixedPrecision : Pass<"tg-auto-mixed-precision", "::mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"generic\"",
            "The hardware: generic, cpu, sm_70, sm_75, sm_80, sm_86, sm_89, "
            "sm_90, sm_100 or sm_120">,
+    Option<"changeSignature", "change-signature", "bool", /*default=*/"false",
+           "Let the function signature change: arguments used only in low "
+           "precision (never parameters or state) are taken in the low type, "
+           "and low-precision results are returned as such">,
     Option<"reportFile", "report", "std::string", /*default=*/"\"\"",
            "Write the precision report (JSON) to this file">,
     Option<"reportDotFile", "report-dot", "std::string", /*default=*/"\"\"",

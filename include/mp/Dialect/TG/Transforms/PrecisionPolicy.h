@@ -63,6 +63,10 @@ public:
   /// The first override matching `name` (exact names before patterns).
   const PrecisionOverride *findOverride(llvm::StringRef name) const;
 
+  /// Whether argument and result types may change (off by default).
+  void setChangeSignature(bool allow) { changeSignature = allow; }
+  bool allowsSignatureChange() const { return changeSignature; }
+
   mlir::FloatType getLowType() const { return lowType; }
   AmpLevel getLevel() const { return level; }
   llvm::StringRef getTarget() const { return target; }
@@ -77,6 +81,7 @@ private:
 
   mlir::FloatType lowType;
   AmpLevel level = AmpLevel::Default;
+  bool changeSignature = false;
   std::string target = "generic";
   std::string unsupportedReason;
   llvm::StringMap<ListEdit> edits;
