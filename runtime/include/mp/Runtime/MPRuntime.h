@@ -7,10 +7,14 @@
  * Both backends export the same symbols; which one runs is chosen when a
  * context is created.
  *
- * This revision fixes the shared vocabulary (ABI version, element types,
- * backends, status codes, tensor descriptors). The entry points that
- * execute ops are added with the backends and are versioned by
- * MP_RUNTIME_ABI_VERSION.
+ * This revision has the shared vocabulary (ABI version, element types,
+ * backends, status codes, tensor descriptors), exact conversions between
+ * f32 and f16/bf16, and the CPU kernels of loss scaling and the optimizer
+ * updates. The remaining op kernels come with the lowering and are
+ * versioned by MP_RUNTIME_ABI_VERSION.
+ *
+ * Kernels take tensor descriptors. Outputs may alias the inputs they
+ * replace (a parameter updated in place); other buffers must not overlap.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -83,6 +87,67 @@ int32_t mpRuntimeAbiVersion(void);
 
 /* A static, human-readable description of a status code. */
 const char *mpStatusString(mpStatus status);
+
+/* Number of elements of `t` (1 for rank 0), or -1 for an invalid rank or a
+ * negative dimension. */
+int64_t mpNumElements(const mpTensor *t);
+
+/*===----------------------------------------------------------------------===*
+ * Conversions: round to nearest, ties to even; subnormals kept (never
+ * flushed); overflow to infinity; NaN stays NaN (quiet, sign kept).
+ *===----------------------------------------------------------------------===*/
+
+uint16_t mpF32ToF16(float value);
+float mpF16ToF32(uint16_t bits);
+uint16_t mpF32ToBF16(float value);
+float mpBF16ToF32(uint16_t bits);
+
+/* Converts `count` elements between any two of f32, f16 and bf16, and
+ * between f32 and f64 (f64 to f16/bf16 is unsupported: it would round
+ * twice through f32). */
+mpStatus mpConvert(const void *src, mpElementType srcType, void *dst,
+                   mpElementType dstType, int64_t count);
+
+/*===----------------------------------------------------------------------===*
+ * Loss scaling (tg.unscale_grads, tg.update_loss_scale). The scale is a
+ * rank-0 f32 tensor, the counter rank-0 i64, the predicate rank-0 i1.
+ *===----------------------------------------------------------------------===*/
+
+/* unscaled[i] = grads[i] * (1/scale), the reciprocal computed in double and
+ * rounded to f32, each result rounded to its storage type; *foundInf = 1
+ * when any unscaled element of any gradient is an infinity or a NaN, else
+ * 0. `unscaled[i]` may alias `grads[i]`. */
+mpStatus mpUnscaleGrads(int32_t count, const mpTensor *grads,
+                        mpTensor *unscaled, const mpTensor *scale,
+                        mpTensor *foundInf);
+
+/* torch.amp.GradScaler's update: on overflow scale *= backoff (not below
+ * minScale) and the counter resets; otherwise the counter grows and at
+ * `interval` scale *= growth when the result is finite and not above
+ * maxScale, and the counter resets. minScale / maxScale of 0 mean none.
+ * Updates `scale` and `goodSteps` in place. */
+mpStatus mpUpdateLossScale(mpTensor *scale, mpTensor *goodSteps,
+                           const mpTensor *foundInf, float growth,
+                           float backoff, int64_t interval, float minScale,
+                           float maxScale);
+
+/*===----------------------------------------------------------------------===*
+ * Optimizer updates (tg.sgd_update, tg.adam_update), in f32 on f32
+ * parameters and state; the gradient may be f32, f16 or bf16. When `skip`
+ * is given and true, nothing is written: parameters and state stay
+ * bit-identical. Results are written in place.
+ *===----------------------------------------------------------------------===*/
+
+mpStatus mpSgdUpdate(mpTensor *param, const mpTensor *grad,
+                     mpTensor *momentumBuffer, const mpTensor *skip,
+                     float lr, float momentum, float weightDecay,
+                     int32_t nesterov);
+
+mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
+                      mpTensor *firstMoment, mpTensor *secondMoment,
+                      mpTensor *step, const mpTensor *skip, float lr,
+                      float beta1, float beta2, float epsilon,
+                      float weightDecay);
 
 #ifdef __cplusplus
 } /* extern "C" */

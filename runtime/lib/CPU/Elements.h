@@ -1,0 +1,74 @@
+//===- Elements.h - element access for the CPU kernels ----------*- C++ -*-===//
+//
+// Loading any floating-point storage type as f32 and storing f32 back with
+// the runtime's exact conversions. Kernels compute in f32 (or f64) and use
+// these at the edges, so every storage type goes through one definition of
+// rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_RUNTIME_CPU_ELEMENTS_H
+#define MP_RUNTIME_CPU_ELEMENTS_H
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include <cstring>
+
+namespace mp::rt {
+
+inline bool isFloatType(mpElementType t) {
+  return t == MP_F32 || t == MP_F16 || t == MP_BF16 || t == MP_F64;
+}
+
+inline double load(const void *data, mpElementType type, int64_t i) {
+  switch (type) {
+  case MP_F32:
+    return static_cast<const float *>(data)[i];
+  case MP_F16:
+    return mpF16ToF32(static_cast<const uint16_t *>(data)[i]);
+  case MP_BF16:
+    return mpBF16ToF32(static_cast<const uint16_t *>(data)[i]);
+  case MP_F64:
+    return static_cast<const double *>(data)[i];
+  default:
+    return 0;
+  }
+}
+
+/// Stores `value` (already rounded to f32 unless the storage is f64).
+inline void store(void *data, mpElementType type, int64_t i, double value) {
+  switch (type) {
+  case MP_F32:
+    static_cast<float *>(data)[i] = static_cast<float>(value);
+    break;
+  case MP_F16:
+    static_cast<uint16_t *>(data)[i] = mpF32ToF16(static_cast<float>(value));
+    break;
+  case MP_BF16:
+    static_cast<uint16_t *>(data)[i] = mpF32ToBF16(static_cast<float>(value));
+    break;
+  case MP_F64:
+    static_cast<double *>(data)[i] = value;
+    break;
+  default:
+    break;
+  }
+}
+
+/// Whether `t` is a rank-0 tensor of `type` with data.
+inline bool isScalar(const mpTensor *t, mpElementType type) {
+  return t && t->data && t->rank == 0 && t->elementType == type;
+}
+
+inline bool sameShape(const mpTensor *a, const mpTensor *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int32_t d = 0; d < a->rank; ++d)
+    if (a->shape[d] != b->shape[d])
+      return false;
+  return true;
+}
+
+} // namespace mp::rt
+
+#endif // MP_RUNTIME_CPU_ELEMENTS_H

@@ -1,0 +1,90 @@
+//===- Optimizers.cpp - optimizer update kernels --------------------------===//
+//
+// tg.sgd_update and tg.adam_update on the CPU, following torch.optim.SGD and
+// Adam/AdamW, in f32 on f32 parameters and state. A true skip predicate
+// returns before anything is written, so a skipped step leaves parameters
+// and state bit-identical.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include "Elements.h"
+
+#include <cmath>
+
+using namespace mp::rt;
+
+static bool skipped(const mpTensor *skip) {
+  return skip && *static_cast<const uint8_t *>(skip->data);
+}
+
+static bool isF32Like(const mpTensor *t, const mpTensor *param) {
+  return t && t->data && t->elementType == MP_F32 && sameShape(t, param);
+}
+
+extern "C" mpStatus mpSgdUpdate(mpTensor *param, const mpTensor *grad,
+                                mpTensor *momentumBuffer,
+                                const mpTensor *skip, float lr,
+                                float momentum, float weightDecay,
+                                int32_t nesterov) {
+  if (!param || !param->data || param->elementType != MP_F32 || !grad ||
+      !grad->data || !isFloatType(grad->elementType) ||
+      !sameShape(grad, param) || (skip && !isScalar(skip, MP_I1)) ||
+      (momentum != 0) != (momentumBuffer != nullptr) ||
+      (momentumBuffer && !isF32Like(momentumBuffer, param)))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (skipped(skip))
+    return MP_OK;
+  float *p = static_cast<float *>(param->data);
+  float *b = momentumBuffer ? static_cast<float *>(momentumBuffer->data)
+                            : nullptr;
+  int64_t n = mpNumElements(param);
+  for (int64_t i = 0; i < n; ++i) {
+    float g = static_cast<float>(load(grad->data, grad->elementType, i));
+    g = g + weightDecay * p[i];
+    if (b) {
+      b[i] = momentum * b[i] + g;
+      g = nesterov ? g + momentum * b[i] : b[i];
+    }
+    p[i] = p[i] - lr * g;
+  }
+  return MP_OK;
+}
+
+extern "C" mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
+                                 mpTensor *firstMoment,
+                                 mpTensor *secondMoment, mpTensor *step,
+                                 const mpTensor *skip, float lr, float beta1,
+                                 float beta2, float epsilon,
+                                 float weightDecay) {
+  if (!param || !param->data || param->elementType != MP_F32 || !grad ||
+      !grad->data || !isFloatType(grad->elementType) ||
+      !sameShape(grad, param) || !isF32Like(firstMoment, param) ||
+      !isF32Like(secondMoment, param) || !isScalar(step, MP_I64) ||
+      (skip && !isScalar(skip, MP_I1)))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (skipped(skip))
+    return MP_OK;
+  int64_t &t = *static_cast<int64_t *>(step->data);
+  ++t;
+  // Bias corrections in double, as PyTorch's step() computes them in Python.
+  double c1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t));
+  double c2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t));
+  float stepSize = static_cast<float>(lr / c1);
+  float c2Sqrt = static_cast<float>(std::sqrt(c2));
+  float *p = static_cast<float *>(param->data);
+  float *m = static_cast<float *>(firstMoment->data);
+  float *v = static_cast<float *>(secondMoment->data);
+  int64_t n = mpNumElements(param);
+  for (int64_t i = 0; i < n; ++i) {
+    float g = static_cast<float>(load(grad->data, grad->elementType, i));
+    if (weightDecay != 0)
+      p[i] = p[i] * (1 - lr * weightDecay);
+    m[i] = beta1 * m[i] + (1 - beta1) * g;
+    v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+    float denom = std::sqrt(v[i]) / c2Sqrt + epsilon;
+    p[i] = p[i] - stepSize * (m[i] / denom);
+  }
+  return MP_OK;
+}

@@ -1,0 +1,469 @@
+//===- RuntimeTests.cpp - CPU runtime kernels against references ----------===//
+//
+// usage: mp-runtime-tests <convert|loss-scaling|optimizers> [seed]
+//
+// Each suite compares the runtime with a reference written here from the
+// specification, independently of the runtime's code:
+//
+// * convert: every one of the 65536 f16 and bf16 bit patterns decodes to
+//   the value sign * 2^e * (1 + m / 2^p) and round-trips; f32 -> f16/bf16
+//   rounding matches a nearest-value search over a table of every finite
+//   f16/bf16 value (ties to even, overflow to infinity) on all values, all
+//   midpoints between neighbours and one f32 ulp either side of them, and
+//   random f32 inputs.
+// * loss-scaling: unscaling matches 1/S computed in double; an overflow in
+//   any gradient is found; skipped updates leave parameters and state
+//   bit-identical; the scale sequence over random finite and non-finite
+//   steps matches torch.amp.GradScaler's update rule step by step.
+// * optimizers: SGD (with momentum, Nesterov, weight decay) and Adam(W)
+//   against float64 references on fresh random data, with tolerances from
+//   f32 arithmetic.
+//
+// Prints one line per check group and a closing "N passed, M failed" line;
+// exits non-zero on any failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+int passed = 0, failed = 0;
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2g", v);
+  return buf;
+}
+
+void check(bool ok, const std::string &what) {
+  if (ok) {
+    ++passed;
+    std::printf("ok: %s\n", what.c_str());
+  } else {
+    ++failed;
+    std::printf("FAIL: %s\n", what.c_str());
+  }
+}
+
+uint32_t bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  return x;
+}
+
+float fromBits(uint32_t x) {
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+/// A 16-bit format with `mantBits` mantissa bits and `expBits` exponent
+/// bits, decoded by formula.
+struct Format {
+  const char *name;
+  int expBits, mantBits;
+  uint16_t (*encode)(float);
+  float (*decode)(uint16_t);
+
+  double value(uint16_t b) const {
+    int bias = (1 << (expBits - 1)) - 1;
+    int e = (b >> mantBits) & ((1 << expBits) - 1);
+    int m = b & ((1 << mantBits) - 1);
+    double sign = (b >> 15) ? -1.0 : 1.0;
+    if (e == (1 << expBits) - 1)
+      return m ? NAN : sign * INFINITY;
+    if (e == 0)
+      return sign * std::ldexp(m, 1 - bias - mantBits);
+    return sign * std::ldexp(1.0 + std::ldexp(m, -mantBits), e - bias);
+  }
+  bool isNaN(uint16_t b) const {
+    int e = (b >> mantBits) & ((1 << expBits) - 1);
+    return e == (1 << expBits) - 1 && (b & ((1 << mantBits) - 1));
+  }
+};
+
+/// Reference rounding of a double to the format: the nearest finite value,
+/// ties to the even bit pattern, and infinity beyond the midpoint between
+/// the largest finite value and the next power of the format.
+struct Rounder {
+  const Format &fmt;
+  std::vector<std::pair<double, uint16_t>> table; // non-negative finite
+  double overflow;
+
+  explicit Rounder(const Format &f) : fmt(f) {
+    for (uint32_t b = 0; b < 0x8000; ++b) {
+      double v = f.value(static_cast<uint16_t>(b));
+      if (std::isfinite(v))
+        table.push_back({v, static_cast<uint16_t>(b)});
+    }
+    std::sort(table.begin(), table.end());
+    double maxFinite = table.back().first;
+    double ulp = maxFinite - table[table.size() - 2].first;
+    overflow = maxFinite + ulp / 2; // ties go to the "even" infinity
+  }
+
+  uint16_t round(double x) const {
+    uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+    double a = std::fabs(x);
+    uint16_t infBits = static_cast<uint16_t>(((1u << fmt.expBits) - 1)
+                                             << fmt.mantBits);
+    if (a >= overflow)
+      return sign | infBits;
+    auto it = std::lower_bound(table.begin(), table.end(),
+                               std::make_pair(a, uint16_t(0)));
+    if (it == table.end()) // above the largest finite, below the overflow
+      return sign | table.back().second;
+    if (it->first == a || it == table.begin())
+      return sign | it->second;
+    auto lo = it - 1;
+    double dlo = a - lo->first, dhi = it->first - a;
+    if (dlo < dhi)
+      return sign | lo->second;
+    if (dhi < dlo)
+      return sign | it->second;
+    return sign | ((lo->second & 1) ? it->second : lo->second);
+  }
+};
+
+void testFormat(const Format &f, std::mt19937_64 &rng) {
+  Rounder r(f);
+  // Every bit pattern decodes exactly and round-trips.
+  int decodeBad = 0, roundTripBad = 0;
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    uint16_t h = static_cast<uint16_t>(b);
+    float v = f.decode(h);
+    double want = f.value(h);
+    if (f.isNaN(h)) {
+      decodeBad += !std::isnan(v) || std::signbit(v) != bool(h >> 15);
+      uint16_t back = f.encode(v);
+      roundTripBad += !f.isNaN(back) || (back >> 15) != (h >> 15);
+      continue;
+    }
+    decodeBad += !(v == want && std::signbit(v) == std::signbit(want));
+    roundTripBad += f.encode(v) != h;
+  }
+  check(decodeBad == 0, std::string(f.name) +
+                            ": all 65536 bit patterns decode exactly (" +
+                            std::to_string(decodeBad) + " wrong)");
+  check(roundTripBad == 0, std::string(f.name) +
+                               ": all 65536 bit patterns round-trip (" +
+                               std::to_string(roundTripBad) + " wrong)");
+
+  // Rounding of f32 inputs against the table reference.
+  std::vector<float> inputs;
+  for (size_t i = 0; i + 1 < r.table.size(); ++i) {
+    double mid = (r.table[i].first + r.table[i + 1].first) / 2;
+    float m = static_cast<float>(mid);
+    if (static_cast<double>(m) != mid)
+      continue; // midpoint not representable in f32: covered by neighbours
+    inputs.push_back(m);
+    inputs.push_back(std::nextafter(m, 0.0f));
+    inputs.push_back(std::nextafter(m, INFINITY));
+    inputs.push_back(static_cast<float>(r.table[i].first));
+  }
+  inputs.push_back(static_cast<float>(r.overflow));
+  inputs.push_back(std::nextafter(static_cast<float>(r.overflow), 0.0f));
+  inputs.push_back(FLT_MAX);
+  inputs.push_back(FLT_MIN);
+  inputs.push_back(std::numeric_limits<float>::denorm_min());
+  inputs.push_back(INFINITY);
+  for (int i = 0; i < 4000000; ++i)
+    inputs.push_back(fromBits(static_cast<uint32_t>(rng())));
+  size_t n = 0;
+  int bad = 0;
+  for (float x : inputs) {
+    for (float v : {x, -x}) {
+      if (std::isnan(v))
+        continue;
+      ++n;
+      uint16_t got = f.encode(v), want = r.round(v);
+      if (got != want && bad++ < 5)
+        std::printf("  %s(%a) = 0x%04x, want 0x%04x\n", f.name, v, got, want);
+    }
+  }
+  check(bad == 0, std::string(f.name) + ": f32 rounding matches the " +
+                      "nearest-even reference on " + std::to_string(n) +
+                      " inputs (midpoints, neighbours, random)");
+  uint16_t nan = f.encode(NAN), negNan = f.encode(-NAN);
+  check(f.isNaN(nan) && f.isNaN(negNan) && (negNan >> 15),
+        std::string(f.name) + ": NaN stays NaN with its sign");
+}
+
+mpTensor tensorOf(void *data, mpElementType type,
+                  std::initializer_list<int64_t> shape) {
+  mpTensor t{};
+  t.data = data;
+  t.elementType = type;
+  t.rank = static_cast<int32_t>(shape.size());
+  int i = 0;
+  for (int64_t d : shape)
+    t.shape[i++] = d;
+  return t;
+}
+
+/// torch.amp.GradScaler's update, written from its documentation.
+struct ReferenceScaler {
+  float scale;
+  int64_t goodSteps = 0;
+  float growth, backoff;
+  int64_t interval;
+  void update(bool foundInf) {
+    if (foundInf) {
+      scale = scale * backoff;
+      goodSteps = 0;
+    } else if (++goodSteps == interval) {
+      float grown = scale * growth;
+      if (std::isfinite(grown))
+        scale = grown;
+      goodSteps = 0;
+    }
+  }
+};
+
+void testLossScaling(std::mt19937_64 &rng) {
+  std::uniform_real_distribution<float> uni(-4.0f, 4.0f);
+  // Unscaling: values and the non-finite check.
+  std::vector<float> g0(37);
+  std::vector<uint16_t> g1(11);
+  for (float &v : g0)
+    v = uni(rng) * 65536.0f;
+  for (uint16_t &v : g1)
+    v = mpF32ToF16(uni(rng) * 1000.0f);
+  std::vector<float> u0(g0.size());
+  std::vector<uint16_t> u1(g1.size());
+  float s = 3000.0f;
+  uint8_t found = 7;
+  mpTensor grads[2] = {tensorOf(g0.data(), MP_F32, {37}),
+                       tensorOf(g1.data(), MP_F16, {11})};
+  mpTensor out[2] = {tensorOf(u0.data(), MP_F32, {37}),
+                     tensorOf(u1.data(), MP_F16, {11})};
+  mpTensor scale = tensorOf(&s, MP_F32, {});
+  mpTensor inf = tensorOf(&found, MP_I1, {});
+  check(mpUnscaleGrads(2, grads, out, &scale, &inf) == MP_OK && found == 0,
+        "unscale_grads: finite gradients report no overflow");
+  float inv = static_cast<float>(1.0 / 3000.0);
+  bool valuesOk = true;
+  for (size_t i = 0; i < g0.size(); ++i)
+    valuesOk &= bits(u0[i]) == bits(g0[i] * inv);
+  for (size_t i = 0; i < g1.size(); ++i)
+    valuesOk &= u1[i] == mpF32ToF16(mpF16ToF32(g1[i]) * inv);
+  check(valuesOk, "unscale_grads: each element is g * f32(1/S), 1/S in "
+                  "double, rounded to its storage type");
+  for (float bad : {INFINITY, -INFINITY, NAN}) {
+    g0[5] = bad;
+    found = 0;
+    mpUnscaleGrads(2, grads, out, &scale, &inf);
+    check(found == 1, "unscale_grads: a gradient holding " +
+                          std::string(std::isnan(bad) ? "NaN" : "inf") +
+                          " is found");
+    g0[5] = 1.0f;
+  }
+  g1[3] = mpF32ToF16(60000.0f);
+  float small = 0.5f; // 60000 / 0.5 overflows f16 on the way
+  mpTensor smallScale = tensorOf(&small, MP_F32, {});
+  found = 0;
+  mpUnscaleGrads(2, grads, out, &smallScale, &inf);
+  check(found == 1, "unscale_grads: an unscaled f16 gradient that overflows "
+                    "its storage is found");
+
+  // A skipped step leaves parameters and optimizer state bit-identical.
+  std::vector<float> p(64), m(64), v(64), buf(64), gr(64);
+  for (auto *vec : {&p, &m, &v, &buf, &gr})
+    for (float &x : *vec)
+      x = uni(rng);
+  auto pm = p, mm = m, vm = v, bm = buf;
+  int64_t t = 41, tm = t;
+  uint8_t skip = 1;
+  mpTensor P = tensorOf(p.data(), MP_F32, {8, 8}),
+           G = tensorOf(gr.data(), MP_F32, {8, 8}),
+           M = tensorOf(m.data(), MP_F32, {8, 8}),
+           V = tensorOf(v.data(), MP_F32, {8, 8}),
+           B = tensorOf(buf.data(), MP_F32, {8, 8}),
+           T = tensorOf(&t, MP_I64, {}), K = tensorOf(&skip, MP_I1, {});
+  mpAdamUpdate(&P, &G, &M, &V, &T, &K, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f);
+  mpSgdUpdate(&P, &G, &B, &K, 0.1f, 0.9f, 1e-4f, 1);
+  check(std::memcmp(p.data(), pm.data(), 256) == 0 &&
+            std::memcmp(m.data(), mm.data(), 256) == 0 &&
+            std::memcmp(v.data(), vm.data(), 256) == 0 &&
+            std::memcmp(buf.data(), bm.data(), 256) == 0 && t == tm,
+        "skipped Adam and SGD steps leave parameters, moments, momentum and "
+        "the step counter bit-identical");
+  skip = 0;
+  mpAdamUpdate(&P, &G, &M, &V, &T, &K, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f);
+  check(std::memcmp(p.data(), pm.data(), 256) != 0 && t == tm + 1,
+        "an applied Adam step changes the parameters and counts the step");
+
+  // The scale update: overflow halves S and resets the counter; growth
+  // after `interval` clean steps; S never becomes infinite.
+  float S = 65536.0f;
+  int64_t n = 17;
+  uint8_t f = 1;
+  mpTensor Sd = tensorOf(&S, MP_F32, {}), Nd = tensorOf(&n, MP_I64, {}),
+           Fd = tensorOf(&f, MP_I1, {});
+  mpUpdateLossScale(&Sd, &Nd, &Fd, 2.0f, 0.5f, 2000, 0, 0);
+  check(S == 32768.0f && n == 0, "update_loss_scale: an overflow halves S "
+                                 "and resets the counter");
+  f = 0;
+  for (int i = 0; i < 1999; ++i)
+    mpUpdateLossScale(&Sd, &Nd, &Fd, 2.0f, 0.5f, 2000, 0, 0);
+  bool before = S == 32768.0f && n == 1999;
+  mpUpdateLossScale(&Sd, &Nd, &Fd, 2.0f, 0.5f, 2000, 0, 0);
+  check(before && S == 65536.0f && n == 0,
+        "update_loss_scale: 2000 clean steps double S and reset the counter");
+  S = FLT_MAX;
+  n = 0;
+  for (int i = 0; i < 10; ++i)
+    mpUpdateLossScale(&Sd, &Nd, &Fd, 2.0f, 0.5f, 1, 0, 0);
+  check(S == FLT_MAX, "update_loss_scale: S never becomes infinite");
+  S = 1.0f;
+  f = 1;
+  mpUpdateLossScale(&Sd, &Nd, &Fd, 2.0f, 0.5f, 1, 0.75f, 0);
+  float clampedLow = S;
+  S = 4.0f;
+  f = 0;
+  mpUpdateLossScale(&Sd, &Nd, &Fd, 2.0f, 0.5f, 1, 0, 6.0f);
+  check(clampedLow == 0.75f && S == 4.0f,
+        "update_loss_scale: min-scale bounds the backoff, max-scale stops "
+        "growth");
+
+  // A random sequence of finite and non-finite steps against the reference.
+  std::bernoulli_distribution overflow(0.02);
+  ReferenceScaler ref{65536.0f, 0, 2.0f, 0.5f, 50};
+  S = 65536.0f;
+  n = 0;
+  int mismatches = 0, skippedSteps = 0, refSkipped = 0;
+  for (int step = 0; step < 20000; ++step) {
+    bool inf = overflow(rng);
+    f = inf;
+    skippedSteps += f;
+    refSkipped += inf;
+    mpUpdateLossScale(&Sd, &Nd, &Fd, 2.0f, 0.5f, 50, 0, 0);
+    ref.update(inf);
+    mismatches += bits(S) != bits(ref.scale) || n != ref.goodSteps;
+  }
+  check(mismatches == 0 && skippedSteps == refSkipped,
+        "update_loss_scale: 20000 random steps match GradScaler's rule (" +
+            std::to_string(refSkipped) + " skipped)");
+
+  // Bad arguments are reported, not crashed on.
+  check(mpUnscaleGrads(0, grads, out, &scale, &inf) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpUpdateLossScale(&Sd, &Nd, &Fd, 1.0f, 0.5f, 1, 0, 0) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpUnscaleGrads(2, grads, out, &inf, &inf) ==
+                MP_ERROR_INVALID_ARGUMENT,
+        "invalid arguments give MP_ERROR_INVALID_ARGUMENT");
+}
+
+void testOptimizers(std::mt19937_64 &rng) {
+  std::uniform_real_distribution<double> uni(-2.0, 2.0);
+  const int n = 1000, steps = 5;
+  // f32 arithmetic: a handful of roundings per update, so a few ulps of the
+  // largest term, accumulated over the steps.
+  const double tol = 64 * std::ldexp(1.0, -24);
+  for (int variant = 0; variant < 4; ++variant) {
+    bool nesterov = variant == 2;
+    float mu = variant == 0 ? 0.0f : 0.9f, wd = variant == 3 ? 1e-2f : 0.0f;
+    std::vector<float> p(n), b(n, 0.0f), g(n);
+    std::vector<double> pr(n), br(n, 0.0);
+    for (int i = 0; i < n; ++i)
+      pr[i] = p[i] = static_cast<float>(uni(rng));
+    double worst = 0;
+    for (int s = 0; s < steps; ++s) {
+      for (float &x : g)
+        x = static_cast<float>(uni(rng));
+      mpTensor P = tensorOf(p.data(), MP_F32, {n}),
+               G = tensorOf(g.data(), MP_F32, {n}),
+               B = tensorOf(b.data(), MP_F32, {n});
+      mpSgdUpdate(&P, &G, mu != 0 ? &B : nullptr, nullptr, 0.05f, mu, wd,
+                  nesterov);
+      for (int i = 0; i < n; ++i) {
+        double gi = g[i] + double(wd) * pr[i];
+        if (mu != 0) {
+          br[i] = double(mu) * br[i] + gi;
+          gi = nesterov ? gi + double(mu) * br[i] : br[i];
+        }
+        pr[i] -= 0.05 * gi;
+        worst = std::max(worst, std::fabs(p[i] - pr[i]) /
+                                    (1 + std::fabs(pr[i])));
+      }
+    }
+    const char *names[] = {"plain", "momentum", "nesterov", "weight decay"};
+    check(worst <= tol, std::string("sgd_update (") + names[variant] +
+                            ") matches a float64 reference, worst relative "
+                            "error " + sci(worst));
+  }
+  std::vector<float> p(n), m(n, 0), v(n, 0), g(n);
+  std::vector<double> pr(n), mr(n, 0), vr(n, 0);
+  for (int i = 0; i < n; ++i)
+    pr[i] = p[i] = static_cast<float>(uni(rng));
+  int64_t t = 0;
+  double worst = 0;
+  const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+  for (int s = 1; s <= steps; ++s) {
+    for (float &x : g)
+      x = static_cast<float>(uni(rng));
+    mpTensor P = tensorOf(p.data(), MP_F32, {n}),
+             G = tensorOf(g.data(), MP_F32, {n}),
+             M = tensorOf(m.data(), MP_F32, {n}),
+             V = tensorOf(v.data(), MP_F32, {n}), T = tensorOf(&t, MP_I64, {});
+    mpAdamUpdate(&P, &G, &M, &V, &T, nullptr, float(lr), float(b1), float(b2),
+                 float(eps), float(wd));
+    for (int i = 0; i < n; ++i) {
+      pr[i] *= 1 - lr * wd;
+      mr[i] = b1 * mr[i] + (1 - b1) * g[i];
+      vr[i] = b2 * vr[i] + (1 - b2) * double(g[i]) * g[i];
+      double mhat = mr[i] / (1 - std::pow(b1, s));
+      double vhat = vr[i] / (1 - std::pow(b2, s));
+      pr[i] -= lr * mhat / (std::sqrt(vhat) + eps);
+      worst = std::max(worst, std::fabs(p[i] - pr[i]) / (1 + std::fabs(pr[i])));
+    }
+  }
+  check(worst <= tol && t == steps,
+        "adam_update (decoupled weight decay) matches a float64 reference, "
+        "worst relative error " + sci(worst));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers> "
+                 "[seed]\n");
+    return 2;
+  }
+  std::string suite = argv[1];
+  uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10)
+                           : std::random_device{}();
+  std::printf("seed %" PRIu64 "\n", seed);
+  std::mt19937_64 rng(seed);
+  if (mpRuntimeAbiVersion() != MP_RUNTIME_ABI_VERSION) {
+    std::printf("FAIL: runtime ABI version mismatch\n");
+    return 1;
+  }
+  if (suite == "convert") {
+    testFormat({"f16", 5, 10, mpF32ToF16, mpF16ToF32}, rng);
+    testFormat({"bf16", 8, 7, mpF32ToBF16, mpBF16ToF32}, rng);
+  } else if (suite == "loss-scaling") {
+    testLossScaling(rng);
+  } else if (suite == "optimizers") {
+    testOptimizers(rng);
+  } else {
+    std::fprintf(stderr, "unknown suite '%s'\n", suite.c_str());
+    return 2;
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
