@@ -11,6 +11,9 @@ script. Reports, per size, the best of --repeat runs of:
                 the post-pass verifier is not counted as pass time
   ratio         pass / (parse+verify)   (target: <= 0.5 at 10^6 ops)
   us/op         pass time per op        (target: flat within 20% across sizes)
+  cse us/op     upstream CSE per op on the same file: a control, the
+                simplest whole-function pass, showing what the memory
+                hierarchy alone does to per-op time as the IR grows
 
 usage: amp_pass_scaling.py [--mp-opt build/bin/mp-opt] [--sizes 1000,...]
                            [--repeat 3] [--report]
@@ -56,8 +59,8 @@ def main():
         pass
     print(f"machine: {platform.node()}, {cpu}, {os.cpu_count()} cores")
     print("| model | ops | parse+verify s | pass s | ratio | pass us/op |"
-          + (" with report s |" if a.report else ""))
-    print("|---|---:|---:|---:|---:|---:|" + ("---:|" if a.report else ""))
+          " cse us/op |" + (" with report s |" if a.report else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if a.report else ""))
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         for model in a.models.split(","):
@@ -76,8 +79,11 @@ def main():
                 amp = base + ["--tg-auto-mixed-precision",
                               "--verify-each=false"]
                 pass_t = best(amp, "TGAutoMixedPrecision", a.repeat)
+                cse = best(base + ["--cse", "--verify-each=false"], "CSE",
+                           a.repeat)
                 row = (f"| {model} | {ops} | {parse:.3f} | {pass_t:.3f} | "
-                       f"{pass_t / parse:.2f} | {pass_t / ops * 1e6:.2f} |")
+                       f"{pass_t / parse:.2f} | {pass_t / ops * 1e6:.2f} | "
+                       f"{cse / ops * 1e6:.2f} |")
                 if a.report:
                     rep = amp[:-2] + [
                         "--tg-auto-mixed-precision=report=" +
