@@ -64,9 +64,10 @@ func.func @step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %v: tensor<8x3xf32>, %
 
 // DOT: digraph precision {
 // DOT: subgraph "cluster_step" {
-// DOT: [shape=ellipse, fillcolor="#eeeeee", label="arg 0"];
-// DOT: [fillcolor="#f7e08a", label="arg0.to_f16\ntg.cast\nf16"];
-// DOT: [fillcolor="#9be89b", label="encoder.fc\ntg.matmul\nf16 (compute f32)"];
-// DOT: [fillcolor="#9be89b", label="encoder.gelu\ntg.gelu\nf16 (compute f16)"];
-// DOT: [fillcolor="#a8c8f0", label="classifier.exp\ntg.exp\nf32 (compute f32)"];
+// DOT: [shape=ellipse, fillcolor="#eeeeee", label="arg0\nf32"];
+// DOT: [fillcolor="#f7e08a", label="arg0.to_f16\ntg.cast\nf32 -> f16"];
+// DOT: [fillcolor="#9be89b", label="encoder.fc\ntg.matmul\nf16, f16 -> f16 (compute f32)"];
+// DOT: [fillcolor="#9be89b", label="encoder.gelu\ntg.gelu\nf16 -> f16 (compute f16)"];
+// DOT: [fillcolor="#9be89b", label="classifier.exp\ntg.exp\nf16 -> f32 (compute f32)"];
+// DOT: [fillcolor="#a8c8f0", label="classifier.relu\ntg.relu\nf32 -> f32 (compute f32)"];
 // DOT: -> n

@@ -142,20 +142,6 @@ static bool isAmpFloat(Type t) {
   return e.isF16() || e.isBF16() || e.isF32();
 }
 
-/// A readable name for `v`: its producer's location name, or for a
-/// function argument the name of its training-step role.
-static std::string getValueName(Value v) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg)
-    return getLocationName(v.getLoc());
-  if (auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()))
-    for (NamedAttribute attr : fn.getArgAttrs(arg.getArgNumber()))
-      if (auto name = dyn_cast<StringAttr>(attr.getValue()))
-        if (attr.getName().getValue().starts_with("tg."))
-          return name.str();
-  return "arg" + std::to_string(arg.getArgNumber());
-}
-
 static Value lookThroughCasts(Value v) {
   while (auto cast = v.getDefiningOp<CastOp>())
     v = cast.getInput();

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Location.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -267,4 +268,16 @@ std::string mp::tg::getLocationName(Location loc) {
   llvm::raw_string_ostream os(str);
   loc.print(os);
   return str;
+}
+
+std::string mp::tg::getValueName(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return getLocationName(v.getLoc());
+  if (auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+    for (NamedAttribute attr : fn.getArgAttrs(arg.getArgNumber()))
+      if (auto name = dyn_cast<StringAttr>(attr.getValue()))
+        if (attr.getName().getValue().starts_with("tg."))
+          return name.str();
+  return "arg" + std::to_string(arg.getArgNumber());
 }

@@ -72,13 +72,17 @@ void mp::tg::writePrecisionReport(raw_ostream &os,
   os << "\n";
 }
 
-/// A DOT string literal.
-static std::string quoted(StringRef s) {
+/// A DOT string literal of `lines`, one per label line.
+static std::string quoted(ArrayRef<std::string> lines) {
   std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
+  for (auto [i, line] : llvm::enumerate(lines)) {
+    if (i)
+      out += "\\n";
+    for (char c : line) {
+      if (c == '"' || c == '\\')
+        out += '\\';
+      out += c;
+    }
   }
   return out + "\"";
 }
@@ -87,55 +91,62 @@ void mp::tg::writePrecisionDot(raw_ostream &os,
                                ArrayRef<FunctionOpInterface> functions) {
   os << "digraph precision {\n"
      << "  node [shape=box, style=filled, fontname=\"Helvetica\"];\n"
-     << "  // green: f16/bf16 storage, blue: f32, yellow: cast, white: other\n";
+     << "  // green: reads or writes f16/bf16, blue: f32 only, yellow: cast\n";
   DenseMap<Value, std::string> ids;
   unsigned next = 0;
   for (FunctionOpInterface fn : functions) {
-    os << "  subgraph " << quoted(("cluster_" + fn.getName()).str())
-       << " {\n    label = " << quoted(fn.getName()) << ";\n";
+    os << "  subgraph " << quoted({("cluster_" + fn.getName()).str()})
+       << " {\n    label = " << quoted({fn.getName().str()}) << ";\n";
     for (BlockArgument arg : fn.getArguments()) {
       std::string id = "n" + std::to_string(next++);
       ids[arg] = id;
+      std::string type;
+      llvm::raw_string_ostream(type) << getElementTypeOrSelf(arg.getType());
       os << "    " << id << " [shape=ellipse, fillcolor=\"#eeeeee\", label="
-         << quoted(("arg " + std::to_string(arg.getArgNumber())))
-         << "];\n";
+         << quoted({getValueName(arg), type}) << "];\n";
     }
+    auto isLow = [](Type t) {
+      Type e = getElementTypeOrSelf(t);
+      return e.isF16() || e.isBF16();
+    };
+    auto typeList = [](TypeRange types) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      llvm::interleaveComma(types, os,
+                            [&](Type t) { os << getElementTypeOrSelf(t); });
+      return s;
+    };
     fn->walk([&](Operation *op) {
       if (op == fn.getOperation())
         return;
       std::string id = "n" + std::to_string(next++);
       for (Value r : op->getResults())
         ids[r] = id;
-      const char *fill = "#ffffff";
-      std::string storage;
-      if (isa<CastOp>(op))
-        fill = "#f7e08a";
-      for (Type t : op->getResultTypes()) {
-        Type e = getElementTypeOrSelf(t);
-        if (e.isF16() || e.isBF16()) {
-          if (!isa<CastOp>(op))
-            fill = "#9be89b";
-        } else if (e.isF32() && !isa<CastOp>(op) && fill[1] == 'f') {
-          fill = "#a8c8f0";
-        }
-        llvm::raw_string_ostream(storage) << (storage.empty() ? "" : ", ") << e;
+      // Green: the op reads or writes low-precision data; blue: f32 only;
+      // yellow: casts; white: ops without floating-point data.
+      bool anyLow = llvm::any_of(op->getOperandTypes(), isLow) ||
+                    llvm::any_of(op->getResultTypes(), isLow);
+      bool anyFloat = llvm::any_of(
+          llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()),
+          [](Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); });
+      const char *fill = isa<CastOp>(op) ? "#f7e08a"
+                         : anyLow        ? "#9be89b"
+                         : anyFloat      ? "#a8c8f0"
+                                         : "#ffffff";
+      SmallVector<std::string> label;
+      if (isa<NameLoc, FusedLoc>(op->getLoc()))
+        label.push_back(getLocationName(op->getLoc()));
+      label.push_back(op->getName().getStringRef().str());
+      if (op->getNumOperands() || op->getNumResults()) {
+        std::string types = typeList(op->getOperandTypes()) + " -> " +
+                            typeList(op->getResultTypes());
+        if (auto p = dyn_cast<PrecisionOpInterface>(op))
+          if (FloatType t = p.getComputeType())
+            llvm::raw_string_ostream(types) << " (compute " << t << ")";
+        label.push_back(types);
       }
-      std::string label = getLocationName(op->getLoc()) + "\\n" +
-                          op->getName().getStringRef().str();
-      if (!storage.empty())
-        label += "\\n" + storage;
-      if (auto p = dyn_cast<PrecisionOpInterface>(op))
-        if (FloatType t = p.getComputeType())
-          llvm::raw_string_ostream(label) << " (compute " << t << ")";
-      // Escape quotes only: "\n" sequences are DOT line breaks.
-      std::string escaped;
-      for (char c : label) {
-        if (c == '"')
-          escaped += '\\';
-        escaped += c;
-      }
-      os << "    " << id << " [fillcolor=\"" << fill << "\", label=\""
-         << escaped << "\"];\n";
+      os << "    " << id << " [fillcolor=\"" << fill
+         << "\", label=" << quoted(label) << "];\n";
       for (Value v : op->getOperands()) {
         auto it = ids.find(v);
         if (it != ids.end())

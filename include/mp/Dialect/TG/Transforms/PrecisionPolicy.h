@@ -95,6 +95,10 @@ private:
 /// location.
 std::string getLocationName(mlir::Location loc);
 
+/// A readable name for `v`: its producer's location name, or for a function
+/// argument the name of its training-step role (else `arg<N>`).
+std::string getValueName(mlir::Value v);
+
 } // namespace mp::tg
 
 #endif // MP_DIALECT_TG_TRANSFORMS_PRECISIONPOLICY_H
