@@ -1,6 +1,6 @@
 //===- RuntimeTests.cpp - CPU runtime kernels against references ----------===//
 //
-// usage: mp-runtime-tests <convert|loss-scaling|optimizers> [seed]
+// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul> [seed]
 //
 // Each suite compares the runtime with a reference written here from the
 // specification, independently of the runtime's code:
@@ -18,6 +18,10 @@
 // * optimizers: SGD (with momentum, Nesterov, weight decay) and Adam(W)
 //   against float64 references on fresh random data, with tolerances from
 //   f32 arithmetic.
+// * matmul: every storage / output / compute combination, with transposes
+//   and broadcast batch dimensions, against a float64 reference within the
+//   dot-product error bound ((1 + u)^K - 1) * sum|a b| of the compute type's
+//   unit roundoff u, plus one rounding to the output storage.
 //
 // Prints one line per check group and a closing "N passed, M failed" line;
 // exits non-zero on any failure.
@@ -435,12 +439,243 @@ void testOptimizers(std::mt19937_64 &rng) {
         "worst relative error " + sci(worst));
 }
 
+/// Unit roundoff of a storage or compute type.
+double unitRoundoff(mpElementType t) {
+  switch (t) {
+  case MP_F16:
+    return std::ldexp(1.0, -11);
+  case MP_BF16:
+    return std::ldexp(1.0, -8);
+  case MP_F32:
+    return std::ldexp(1.0, -24);
+  default:
+    return std::ldexp(1.0, -53);
+  }
+}
+
+/// Smallest positive (subnormal) value of a type: the absolute error floor.
+double tiniest(mpElementType t) {
+  switch (t) {
+  case MP_F16:
+    return std::ldexp(1.0, -24);
+  case MP_BF16:
+    return std::ldexp(1.0, -133);
+  case MP_F32:
+    return std::ldexp(1.0, -149);
+  default:
+    return 0;
+  }
+}
+
+size_t elementSize(mpElementType t) { return mpElementSize(t); }
+
+const char *typeName(mpElementType t) {
+  switch (t) {
+  case MP_F16:
+    return "f16";
+  case MP_BF16:
+    return "bf16";
+  case MP_F32:
+    return "f32";
+  case MP_F64:
+    return "f64";
+  default:
+    return "?";
+  }
+}
+
+/// A buffer of `n` random values in [-1, 1] stored as `t`; `exact` gets
+/// the stored values (exact in double).
+std::vector<uint8_t> randomBuffer(mpElementType t, int64_t n,
+                                  std::vector<double> &exact,
+                                  std::mt19937_64 &rng) {
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  std::vector<uint8_t> buf(n * elementSize(t));
+  exact.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = uni(rng);
+    switch (t) {
+    case MP_F32: {
+      float f = float(v);
+      std::memcpy(&buf[i * 4], &f, 4);
+      exact[i] = f;
+      break;
+    }
+    case MP_F64:
+      std::memcpy(&buf[i * 8], &v, 8);
+      exact[i] = v;
+      break;
+    default: {
+      uint16_t h = t == MP_F16 ? mpF32ToF16(float(v)) : mpF32ToBF16(float(v));
+      std::memcpy(&buf[i * 2], &h, 2);
+      exact[i] = t == MP_F16 ? mpF16ToF32(h) : mpBF16ToF32(h);
+      break;
+    }
+    }
+  }
+  return buf;
+}
+
+double readBack(const std::vector<uint8_t> &buf, mpElementType t, int64_t i) {
+  switch (t) {
+  case MP_F32: {
+    float f;
+    std::memcpy(&f, &buf[i * 4], 4);
+    return f;
+  }
+  case MP_F64: {
+    double d;
+    std::memcpy(&d, &buf[i * 8], 8);
+    return d;
+  }
+  default: {
+    uint16_t h;
+    std::memcpy(&h, &buf[i * 2], 2);
+    return t == MP_F16 ? mpF16ToF32(h) : mpBF16ToF32(h);
+  }
+  }
+}
+
+mpTensor tensorOfShape(void *data, mpElementType t,
+                       const std::vector<int64_t> &shape) {
+  mpTensor x{};
+  x.data = data;
+  x.elementType = t;
+  x.rank = int32_t(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i)
+    x.shape[i] = shape[i];
+  return x;
+}
+
+void testMatmul(std::mt19937_64 &rng) {
+  struct Case {
+    std::vector<int64_t> a, b;
+    bool ta, tb;
+    std::vector<int64_t> out;
+  };
+  std::vector<Case> cases = {
+      {{5, 7}, {7, 3}, false, false, {5, 3}},
+      {{7, 5}, {3, 7}, true, true, {5, 3}},
+      {{2, 3, 4, 33}, {33, 6}, false, false, {2, 3, 4, 6}},
+      {{2, 1, 4, 5}, {3, 6, 5}, false, true, {2, 3, 4, 6}},
+      {{64, 300}, {300, 40}, false, false, {64, 40}},
+  };
+  struct Types {
+    mpElementType storage, out, compute;
+  };
+  std::vector<Types> types = {
+      {MP_F32, MP_F32, MP_F32},  {MP_F16, MP_F16, MP_F32},
+      {MP_F16, MP_F32, MP_F32},  {MP_BF16, MP_BF16, MP_F32},
+      {MP_BF16, MP_F32, MP_F32}, {MP_F16, MP_F16, MP_F16},
+      {MP_BF16, MP_BF16, MP_BF16}, {MP_F64, MP_F64, MP_F64},
+      {MP_F32, MP_F32, MP_F64},
+  };
+  for (const Types &ty : types) {
+    int worstCase = 0;
+    double worstRatio = 0;
+    bool ok = true;
+    for (const Case &c : cases) {
+      auto numel = [](const std::vector<int64_t> &s) {
+        int64_t n = 1;
+        for (int64_t d : s)
+          n *= d;
+        return n;
+      };
+      std::vector<double> ea, eb;
+      auto a = randomBuffer(ty.storage, numel(c.a), ea, rng);
+      auto b = randomBuffer(ty.storage, numel(c.b), eb, rng);
+      std::vector<uint8_t> out(numel(c.out) * elementSize(ty.out));
+      mpTensor A = tensorOfShape(a.data(), ty.storage, c.a),
+               B = tensorOfShape(b.data(), ty.storage, c.b),
+               O = tensorOfShape(out.data(), ty.out, c.out);
+      if (mpMatmul(&A, &B, &O, c.ta, c.tb, ty.compute) != MP_OK) {
+        std::printf("  shape #%d: mpMatmul failed\n", int(&c - &cases[0]));
+        ok = false;
+        continue;
+      }
+      // Reference in double, with the standard dot-product error bound:
+      // |err| <= gamma_K * sum|a b| (accumulation in the compute type, plus
+      // one rounding of each product in low-precision compute), then one
+      // rounding to the output storage, plus an underflow floor.
+      int64_t ar = c.a.size(), br = c.b.size(), orank = c.out.size();
+      int64_t m = c.out[orank - 2], n = c.out[orank - 1];
+      int64_t k = c.ta ? c.a[ar - 2] : c.a[ar - 1];
+      double u = unitRoundoff(ty.compute);
+      double terms = ty.compute == MP_F16 || ty.compute == MP_BF16 ? k + 1 : k;
+      // (1 + u)^terms - 1: the worst-case relative growth, valid for any
+      // terms * u (the textbook gamma = Ku / (1 - Ku) needs Ku < 1, which
+      // bf16 accumulation over a few hundred terms does not satisfy).
+      double gamma = std::expm1(terms * std::log1p(u));
+      double uOut = unitRoundoff(ty.out);
+      int64_t batches = numel(c.out) / (m * n);
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        // Batch coordinates, broadcast into each operand.
+        std::vector<int64_t> coord(orank - 2);
+        for (int64_t i = orank - 3, rem = bi; i >= 0; --i) {
+          coord[i] = rem % c.out[i];
+          rem /= c.out[i];
+        }
+        auto offset = [&](const std::vector<int64_t> &s) {
+          int64_t off = 0, r = s.size() - 2;
+          for (int64_t i = 0; i < r; ++i) {
+            int64_t oc = coord[i + (orank - 2 - r)];
+            off = off * s[i] + (s[i] == 1 ? 0 : oc);
+          }
+          return off;
+        };
+        int64_t ao = offset(c.a) * (c.a[ar - 1] * c.a[ar - 2]);
+        int64_t bo = offset(c.b) * (c.b[br - 1] * c.b[br - 2]);
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t col = 0; col < n; ++col) {
+            double ref = 0, mag = 0;
+            for (int64_t x = 0; x < k; ++x) {
+              double av = ea[ao + (c.ta ? x * m + r : r * k + x)];
+              double bv = eb[bo + (c.tb ? col * k + x : x * n + col)];
+              ref += av * bv;
+              mag += std::fabs(av * bv);
+            }
+            double got = readBack(out, ty.out, (bi * m + r) * n + col);
+            double bound = gamma * mag * (1 + uOut) + uOut * std::fabs(ref) +
+                           k * tiniest(ty.compute) + tiniest(ty.out);
+            double err = std::fabs(got - ref);
+            if (!(err <= bound)) {
+              if (ok)
+                std::printf("  shape #%d [%lld,%lld,%lld]: got %.9g, want "
+                            "%.9g, bound %.3g\n",
+                            int(&c - &cases[0]), (long long)bi, (long long)r,
+                            (long long)col, got, ref, bound);
+              ok = false;
+            }
+            if (bound > 0 && err / bound > worstRatio) {
+              worstRatio = err / bound;
+              worstCase = int(&c - &cases[0]);
+            }
+          }
+      }
+    }
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "matmul %s x %s -> %s, compute %s: within the error bound "
+                  "on 5 shapes (worst %.2f of the bound, shape #%d)",
+                  typeName(ty.storage), typeName(ty.storage),
+                  typeName(ty.out), typeName(ty.compute), worstRatio,
+                  worstCase);
+    check(ok, line);
+  }
+  // Mismatched shapes are refused.
+  float x[6] = {};
+  mpTensor A = tensorOfShape(x, MP_F32, {2, 3}), B = tensorOfShape(x, MP_F32, {2, 3}),
+           O = tensorOfShape(x, MP_F32, {2, 2});
+  check(mpMatmul(&A, &B, &O, 0, 0, MP_F32) == MP_ERROR_INVALID_ARGUMENT,
+        "matmul: mismatched contraction dimensions are refused");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers> "
+                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul> "
                  "[seed]\n");
     return 2;
   }
@@ -460,6 +695,8 @@ int main(int argc, char **argv) {
     testLossScaling(rng);
   } else if (suite == "optimizers") {
     testOptimizers(rng);
+  } else if (suite == "matmul") {
+    testMatmul(rng);
   } else {
     std::fprintf(stderr, "unknown suite '%s'\n", suite.c_str());
     return 2;

@@ -109,6 +109,20 @@ mpStatus mpConvert(const void *src, mpElementType srcType, void *dst,
                    mpElementType dstType, int64_t count);
 
 /*===----------------------------------------------------------------------===*
+ * Contraction (tg.matmul).
+ *===----------------------------------------------------------------------===*/
+
+/* out = op(lhs) @ op(rhs) over the two innermost dimensions, op being a
+ * transpose of those two when requested; batch dimensions broadcast
+ * numpy-style. lhs and rhs share a storage type; out may have another.
+ * `compute` is the accumulation type: f32 (f16/bf16 operands are exact in
+ * f32, as on tensor cores; through BLAS), f64, or f16/bf16 (every product
+ * and every partial sum rounded to that type). */
+mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
+                  int32_t transposeLhs, int32_t transposeRhs,
+                  mpElementType compute);
+
+/*===----------------------------------------------------------------------===*
  * Loss scaling (tg.unscale_grads, tg.update_loss_scale). The scale is a
  * rank-0 f32 tensor, the counter rank-0 i64, the predicate rank-0 i1.
  *===----------------------------------------------------------------------===*/

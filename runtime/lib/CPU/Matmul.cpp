@@ -1,0 +1,186 @@
+//===- Matmul.cpp - tg.matmul on the CPU ----------------------------------===//
+//
+// f32 and f64 accumulation go through BLAS (OpenBLAS, which uses every
+// core): operands stored in f16/bf16 are widened once to f32 buffers, which
+// is exact, so the result equals a tensor core's f16 x f16 -> f32 product
+// up to summation order. f16/bf16 accumulation (never chosen by the AMP
+// pass, but expressible) is a plain loop that rounds every product and
+// partial sum. Batch dimensions broadcast: each output matrix maps to one
+// lhs and one rhs matrix.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include "Elements.h"
+
+#include <cblas.h>
+
+#include <vector>
+
+using namespace mp::rt;
+
+namespace {
+
+struct Batching {
+  int32_t rank = 0;
+  int64_t outShape[MP_MAX_RANK] = {};
+  int64_t lhsStride[MP_MAX_RANK] = {}, rhsStride[MP_MAX_RANK] = {};
+  int64_t count = 1;
+};
+
+/// Aligns the batch dimensions of lhs and rhs (all but the last two) from
+/// the right and computes, per output batch dimension, the step in matrices
+/// of each operand (0 where it broadcasts).
+bool planBatches(const mpTensor *lhs, const mpTensor *rhs, Batching &b) {
+  int32_t lr = lhs->rank - 2, rr = rhs->rank - 2;
+  b.rank = lr > rr ? lr : rr;
+  int64_t ls = 1, rs = 1;
+  for (int32_t i = b.rank - 1; i >= 0; --i) {
+    int32_t li = i - (b.rank - lr), ri = i - (b.rank - rr);
+    int64_t ld = li >= 0 ? lhs->shape[li] : 1;
+    int64_t rd = ri >= 0 ? rhs->shape[ri] : 1;
+    if (ld != rd && ld != 1 && rd != 1)
+      return false;
+    b.outShape[i] = ld > rd ? ld : rd;
+    b.lhsStride[i] = ld == 1 ? 0 : ls;
+    b.rhsStride[i] = rd == 1 ? 0 : rs;
+    ls *= ld;
+    rs *= rd;
+    b.count *= b.outShape[i];
+  }
+  return true;
+}
+
+/// Matrix offsets of output batch `index`.
+void batchOffsets(const Batching &b, int64_t index, int64_t &l, int64_t &r) {
+  l = r = 0;
+  for (int32_t i = b.rank - 1; i >= 0; --i) {
+    int64_t coord = index % b.outShape[i];
+    index /= b.outShape[i];
+    l += coord * b.lhsStride[i];
+    r += coord * b.rhsStride[i];
+  }
+}
+
+/// `t`'s elements as `T`, converted once (or `t`'s own buffer if already T).
+template <typename T>
+const T *widen(const mpTensor *t, mpElementType type, std::vector<T> &tmp) {
+  if (t->elementType == type)
+    return static_cast<const T *>(t->data);
+  int64_t n = mpNumElements(t);
+  tmp.resize(n);
+  for (int64_t i = 0; i < n; ++i)
+    tmp[i] = static_cast<T>(load(t->data, t->elementType, i));
+  return tmp.data();
+}
+
+template <typename T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,
+          const T *b, T *c);
+
+template <>
+void gemm<float>(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                 const float *a, const float *b, float *c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, ta ? m : k, b,
+              tb ? k : n, 0.0f, c, n);
+}
+
+template <>
+void gemm<double>(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                  const double *a, const double *b, double *c) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, ta ? m : k, b,
+              tb ? k : n, 0.0, c, n);
+}
+
+template <typename T>
+void blasMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
+                bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                const Batching &b, mpElementType type) {
+  std::vector<T> lt, rt, ot;
+  const T *a = widen<T>(lhs, type, lt);
+  const T *w = widen<T>(rhs, type, rt);
+  T *c = out->elementType == type ? static_cast<T *>(out->data)
+                                  : (ot.resize(b.count * m * n), ot.data());
+  for (int64_t i = 0; i < b.count; ++i) {
+    int64_t lo, ro;
+    batchOffsets(b, i, lo, ro);
+    gemm<T>(ta, tb, m, n, k, a + lo * m * k, w + ro * k * n, c + i * m * n);
+  }
+  if (out->elementType != type)
+    for (int64_t i = 0, e = b.count * m * n; i < e; ++i)
+      store(out->data, out->elementType, i, c[i]);
+}
+
+/// Rounds `x` to the low-precision type `t`.
+float roundTo(mpElementType t, float x) {
+  return t == MP_F16 ? mpF16ToF32(mpF32ToF16(x)) : mpBF16ToF32(mpF32ToBF16(x));
+}
+
+void lowPrecisionMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                        mpTensor *out, bool ta, bool tb, int64_t m, int64_t n,
+                        int64_t k, const Batching &b, mpElementType type) {
+  for (int64_t i = 0; i < b.count; ++i) {
+    int64_t lo, ro;
+    batchOffsets(b, i, lo, ro);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        float sum = 0;
+        for (int64_t x = 0; x < k; ++x) {
+          int64_t ai = lo * m * k + (ta ? x * m + r : r * k + x);
+          int64_t bi = ro * k * n + (tb ? c * k + x : x * n + c);
+          float a = roundTo(type, float(load(lhs->data, lhs->elementType, ai)));
+          float w = roundTo(type, float(load(rhs->data, rhs->elementType, bi)));
+          sum = roundTo(type, sum + roundTo(type, a * w));
+        }
+        store(out->data, out->elementType, (i * m + r) * n + c, sum);
+      }
+  }
+}
+
+} // namespace
+
+extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                             mpTensor *out, int32_t transposeLhs,
+                             int32_t transposeRhs, mpElementType compute) {
+  if (!lhs || !rhs || !out || !lhs->data || !rhs->data || !out->data ||
+      lhs->rank < 2 || rhs->rank < 2 || out->rank < 2 ||
+      lhs->elementType != rhs->elementType ||
+      !isFloatType(lhs->elementType) || !isFloatType(out->elementType) ||
+      !isFloatType(compute) || mpNumElements(lhs) < 0 ||
+      mpNumElements(rhs) < 0 || mpNumElements(out) < 0)
+    return MP_ERROR_INVALID_ARGUMENT;
+  bool ta = transposeLhs, tb = transposeRhs;
+  int64_t m = lhs->shape[lhs->rank - (ta ? 1 : 2)];
+  int64_t k = lhs->shape[lhs->rank - (ta ? 2 : 1)];
+  int64_t k2 = rhs->shape[rhs->rank - (tb ? 1 : 2)];
+  int64_t n = rhs->shape[rhs->rank - (tb ? 2 : 1)];
+  Batching b;
+  if (k != k2 || !planBatches(lhs, rhs, b) || out->rank != b.rank + 2 ||
+      out->shape[b.rank] != m || out->shape[b.rank + 1] != n)
+    return MP_ERROR_INVALID_ARGUMENT;
+  for (int32_t i = 0; i < b.rank; ++i)
+    if (out->shape[i] != b.outShape[i])
+      return MP_ERROR_INVALID_ARGUMENT;
+  if (b.count == 0 || m == 0 || n == 0)
+    return MP_OK;
+  if (k == 0) {
+    for (int64_t i = 0, e = b.count * m * n; i < e; ++i)
+      store(out->data, out->elementType, i, 0.0);
+    return MP_OK;
+  }
+  switch (compute) {
+  case MP_F32:
+    blasMatmul<float>(lhs, rhs, out, ta, tb, m, n, k, b, MP_F32);
+    break;
+  case MP_F64:
+    blasMatmul<double>(lhs, rhs, out, ta, tb, m, n, k, b, MP_F64);
+    break;
+  default:
+    lowPrecisionMatmul(lhs, rhs, out, ta, tb, m, n, k, b, compute);
+    break;
+  }
+  return MP_OK;
+}
