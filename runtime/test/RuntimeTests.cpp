@@ -1,6 +1,6 @@
 //===- RuntimeTests.cpp - CPU runtime kernels against references ----------===//
 //
-// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul> [seed]
+// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise> [seed]
 //
 // Each suite compares the runtime with a reference written here from the
 // specification, independently of the runtime's code:
@@ -18,6 +18,11 @@
 // * optimizers: SGD (with momentum, Nesterov, weight decay) and Adam(W)
 //   against float64 references on fresh random data, with tolerances from
 //   f32 arithmetic.
+// * elementwise: every unary op, binary op (with broadcasting) and
+//   activation gradient in six storage / output / compute combinations
+//   against float64, with tolerances from the evaluation type, the compute
+//   type's rounding and the output's; f16/bf16 compute must produce values
+//   representable in that type.
 // * matmul: every storage / output / compute combination, with transposes
 //   and broadcast batch dimensions, against a float64 reference within the
 //   dot-product error bound ((1 + u)^K - 1) * sum|a b| of the compute type's
@@ -670,12 +675,256 @@ void testMatmul(std::mt19937_64 &rng) {
         "matmul: mismatched contraction dimensions are refused");
 }
 
+/// Whether `v` is exactly representable in the low type `t`.
+bool representable(double v, mpElementType t) {
+  if (t == MP_F16)
+    return mpF16ToF32(mpF32ToF16(float(v))) == v || std::isnan(v);
+  if (t == MP_BF16)
+    return mpBF16ToF32(mpF32ToBF16(float(v))) == v || std::isnan(v);
+  return true;
+}
+
+double roundTo(double v, mpElementType t) {
+  if (t == MP_F16)
+    return mpF16ToF32(mpF32ToF16(float(v)));
+  if (t == MP_BF16)
+    return mpBF16ToF32(mpF32ToBF16(float(v)));
+  if (t == MP_F32)
+    return float(v);
+  return v;
+}
+
+void testElementwise(std::mt19937_64 &rng) {
+  struct Types {
+    mpElementType storage, out, compute;
+  };
+  const std::vector<Types> types = {
+      {MP_F32, MP_F32, MP_F32}, {MP_F16, MP_F16, MP_F32},
+      {MP_BF16, MP_BF16, MP_F32}, {MP_F16, MP_F32, MP_F16},
+      {MP_BF16, MP_F32, MP_BF16}, {MP_F64, MP_F64, MP_F64}};
+  // Reference formulas in double; `scale` is the magnitude of intermediate
+  // terms that bounds the absolute error (e.g. x for gelu's x * Phi(x)).
+  struct Unary {
+    const char *name;
+    mpUnaryKind kind;
+    double lo, hi;
+    double (*f)(double);
+    double (*scale)(double);
+  };
+  auto zero = [](double) { return 0.0; };
+  auto absx = [](double x) { return std::fabs(x); };
+  const std::vector<Unary> unaries = {
+      {"neg", MP_NEG, -4, 4, [](double x) { return -x; }, zero},
+      {"relu", MP_RELU, -4, 4, [](double x) { return x > 0 ? x : 0.0; }, zero},
+      {"gelu", MP_GELU, -6, 6,
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+       absx},
+      {"gelu_tanh", MP_GELU_TANH, -6, 6,
+       [](double x) {
+         return 0.5 * x *
+                (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+       },
+       absx},
+      {"tanh", MP_TANH, -4, 4, [](double x) { return std::tanh(x); }, absx},
+      {"sigmoid", MP_SIGMOID, -8, 8,
+       [](double x) { return 1 / (1 + std::exp(-x)); }, zero},
+      {"exp", MP_EXP, -8, 8, [](double x) { return std::exp(x); }, absx},
+      {"log", MP_LOG, 0.01, 100, [](double x) { return std::log(x); },
+       [](double) { return 1.0; }},
+      {"sqrt", MP_SQRT, 0, 100, [](double x) { return std::sqrt(x); }, zero},
+      {"rsqrt", MP_RSQRT, 0.01, 100,
+       [](double x) { return 1 / std::sqrt(x); }, zero},
+      {"square", MP_SQUARE, -4, 4, [](double x) { return x * x; }, zero},
+  };
+  const int n = 4096;
+  for (const Unary &op : unaries) {
+    bool ok = true, rounded = true;
+    std::string failAt;
+    for (const Types &ty : types) {
+      std::uniform_real_distribution<double> uni(op.lo, op.hi);
+      std::vector<double> x(n);
+      std::vector<uint8_t> in(n * elementSize(ty.storage)),
+          out(n * elementSize(ty.out));
+      for (int i = 0; i < n; ++i) {
+        double v = roundTo(uni(rng), ty.storage);
+        x[i] = v;
+        switch (ty.storage) {
+        case MP_F32: {
+          float f = float(v);
+          std::memcpy(&in[i * 4], &f, 4);
+          break;
+        }
+        case MP_F64:
+          std::memcpy(&in[i * 8], &v, 8);
+          break;
+        default: {
+          uint16_t h = ty.storage == MP_F16 ? mpF32ToF16(float(v))
+                                            : mpF32ToBF16(float(v));
+          std::memcpy(&in[i * 2], &h, 2);
+        }
+        }
+      }
+      mpTensor I = tensorOfShape(in.data(), ty.storage, {n}),
+               O = tensorOfShape(out.data(), ty.out, {n});
+      if (mpUnary(op.kind, &I, &O, ty.compute) != MP_OK) {
+        ok = false;
+        continue;
+      }
+      // The op is evaluated in f32 (or f64) on inputs rounded to the compute
+      // type: a few ulps of that evaluation, one rounding to the compute
+      // type, one to the output storage.
+      double uEval = unitRoundoff(ty.compute == MP_F64 ? MP_F64 : MP_F32);
+      double uc = unitRoundoff(ty.compute), uo = unitRoundoff(ty.out);
+      for (int i = 0; i < n; ++i) {
+        double xi = roundTo(x[i], ty.compute);
+        double ref = op.f(xi), got = readBack(out, ty.out, i);
+        double mag = std::fabs(ref) + op.scale(xi);
+        double tol = 8 * uEval * mag +
+                     ((ty.compute == MP_F16 || ty.compute == MP_BF16) ? uc : 0) *
+                         std::fabs(ref) +
+                     uo * std::fabs(ref) + 2 * tiniest(ty.out) +
+                     2 * tiniest(ty.compute);
+        if (!(std::fabs(got - ref) <= tol) && ok) {
+          ok = false;
+          char buf[160];
+          std::snprintf(buf, sizeof(buf), " (%s->%s compute %s: f(%.9g) = %.9g, want %.9g)",
+                        typeName(ty.storage), typeName(ty.out),
+                        typeName(ty.compute), xi, got, ref);
+          failAt = buf;
+        }
+        if (ty.out == MP_F32 && !representable(got, ty.compute))
+          rounded = false;
+      }
+    }
+    check(ok, std::string("unary ") + op.name +
+                  " matches float64 within its type-derived tolerance in 6 "
+                  "storage/compute combinations" + failAt);
+    check(rounded, std::string("unary ") + op.name +
+                       ": f16/bf16 compute rounds the result to that type");
+  }
+
+  // Binary ops with broadcasting: [4,1,5] op [3,1] -> [4,3,5].
+  struct Binary {
+    const char *name;
+    mpBinaryKind kind;
+    double (*f)(double, double);
+  };
+  const std::vector<Binary> binaries = {
+      {"add", MP_ADD, [](double a, double b) { return a + b; }},
+      {"sub", MP_SUB, [](double a, double b) { return a - b; }},
+      {"mul", MP_MUL, [](double a, double b) { return a * b; }},
+      {"div", MP_DIV, [](double a, double b) { return a / b; }},
+      {"maximum", MP_MAXIMUM, [](double a, double b) { return a > b ? a : b; }},
+      {"minimum", MP_MINIMUM, [](double a, double b) { return a < b ? a : b; }},
+  };
+  for (const Binary &op : binaries) {
+    bool ok = true;
+    for (const Types &ty : types) {
+      std::vector<double> ea, eb;
+      auto a = randomBuffer(ty.storage, 20, ea, rng);
+      auto b = randomBuffer(ty.storage, 3, eb, rng);
+      std::vector<uint8_t> out(60 * elementSize(ty.out));
+      mpTensor A = tensorOfShape(a.data(), ty.storage, {4, 1, 5}),
+               B = tensorOfShape(b.data(), ty.storage, {3, 1}),
+               O = tensorOfShape(out.data(), ty.out, {4, 3, 5});
+      if (mpBinary(op.kind, &A, &B, &O, ty.compute) != MP_OK) {
+        ok = false;
+        continue;
+      }
+      double uc = unitRoundoff(ty.compute), uo = unitRoundoff(ty.out);
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 3; ++j)
+          for (int k = 0; k < 5; ++k) {
+            double av = roundTo(ea[i * 5 + k], ty.compute);
+            double bv = roundTo(eb[j], ty.compute);
+            if (op.kind == MP_DIV && std::fabs(bv) < 1e-3)
+              continue;
+            double ref = op.f(av, bv);
+            double got = readBack(out, ty.out, (i * 3 + j) * 5 + k);
+            // One rounding in the compute type, one to the output.
+            double tol = (uc + uo) * std::fabs(ref) + 2 * tiniest(ty.out) +
+                         2 * tiniest(ty.compute);
+            ok &= std::fabs(got - ref) <= tol;
+          }
+    }
+    check(ok, std::string("binary ") + op.name +
+                  " with broadcasting matches float64 in 6 storage/compute "
+                  "combinations");
+  }
+
+  // Activation gradients against the derivative in double.
+  struct Grad {
+    const char *name;
+    mpActivationGradKind kind;
+    double (*df)(double); // f'(saved)
+  };
+  const std::vector<Grad> grads = {
+      {"relu_grad", MP_RELU_GRAD, [](double s) { return s > 0 ? 1.0 : 0.0; }},
+      {"gelu_grad", MP_GELU_GRAD,
+       [](double s) {
+         return 0.5 * (1 + std::erf(s / std::sqrt(2.0))) +
+                s * std::exp(-0.5 * s * s) / std::sqrt(2 * M_PI);
+       }},
+      {"gelu_tanh_grad", MP_GELU_TANH_GRAD,
+       [](double s) {
+         double k = std::sqrt(2 / M_PI), t = std::tanh(k * (s + 0.044715 * s * s * s));
+         return 0.5 * (1 + t) +
+                0.5 * s * (1 - t * t) * k * (1 + 3 * 0.044715 * s * s);
+       }},
+      {"tanh_grad", MP_TANH_GRAD, [](double s) { return 1 - s * s; }},
+      {"sigmoid_grad", MP_SIGMOID_GRAD, [](double s) { return s * (1 - s); }},
+  };
+  for (const Grad &op : grads) {
+    bool ok = true;
+    for (const Types &ty : types) {
+      std::vector<double> edy, es;
+      auto dy = randomBuffer(ty.storage, 512, edy, rng);
+      auto sv = randomBuffer(ty.storage, 512, es, rng);
+      std::vector<uint8_t> dx(512 * elementSize(ty.out));
+      mpTensor DY = tensorOfShape(dy.data(), ty.storage, {512}),
+               S = tensorOfShape(sv.data(), ty.storage, {512}),
+               DX = tensorOfShape(dx.data(), ty.out, {512});
+      if (mpActivationGrad(op.kind, &DY, &S, &DX, ty.compute) != MP_OK) {
+        ok = false;
+        continue;
+      }
+      double uEval = unitRoundoff(ty.compute == MP_F64 ? MP_F64 : MP_F32);
+      double uc = unitRoundoff(ty.compute), uo = unitRoundoff(ty.out);
+      bool low = ty.compute == MP_F16 || ty.compute == MP_BF16;
+      for (int i = 0; i < 512; ++i) {
+        double g = roundTo(edy[i], ty.compute), sv2 = roundTo(es[i], ty.compute);
+        double ref = g * op.df(sv2), got = readBack(dx, ty.out, i);
+        double mag = std::fabs(g) * (2 + sv2 * sv2);
+        double tol = 16 * uEval * mag + (low ? uc : 0) * std::fabs(ref) +
+                     uo * std::fabs(ref) + 2 * tiniest(ty.out) +
+                     2 * tiniest(ty.compute);
+        if (!(std::fabs(got - ref) <= tol) && ok)
+          std::printf("  %s %s->%s compute %s: dy %.9g s %.9g: got %.9g, "
+                      "want %.9g, tol %.3g\n",
+                      op.name, typeName(ty.storage), typeName(ty.out),
+                      typeName(ty.compute), g, sv2, got, ref, tol);
+        ok &= std::fabs(got - ref) <= tol;
+      }
+    }
+    check(ok, std::string(op.name) +
+                  " matches the float64 derivative in 6 storage/compute "
+                  "combinations");
+  }
+  float one = 1;
+  mpTensor A = tensorOfShape(&one, MP_F32, {1, 1}),
+           B = tensorOfShape(&one, MP_F32, {1}),
+           O = tensorOfShape(&one, MP_F32, {2});
+  check(mpBinary(MP_ADD, &A, &A, &O, MP_F32) == MP_ERROR_INVALID_ARGUMENT &&
+            mpUnary(MP_EXP, &A, &B, MP_F32) == MP_ERROR_INVALID_ARGUMENT,
+        "elementwise: mismatched shapes are refused");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul> "
+                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise> "
                  "[seed]\n");
     return 2;
   }
@@ -697,6 +946,8 @@ int main(int argc, char **argv) {
     testOptimizers(rng);
   } else if (suite == "matmul") {
     testMatmul(rng);
+  } else if (suite == "elementwise") {
+    testElementwise(rng);
   } else {
     std::fprintf(stderr, "unknown suite '%s'\n", suite.c_str());
     return 2;

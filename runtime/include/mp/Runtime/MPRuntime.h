@@ -109,6 +109,60 @@ mpStatus mpConvert(const void *src, mpElementType srcType, void *dst,
                    mpElementType dstType, int64_t count);
 
 /*===----------------------------------------------------------------------===*
+ * Elementwise ops. `compute` is the precision of the arithmetic: f32 or
+ * f64 evaluate the op in that type; f16/bf16 round the inputs and the
+ * result to that type (intermediate steps of gelu, tanh and sigmoid are
+ * evaluated in f32, as PyTorch's kernels do). Results are then rounded to
+ * the output's storage type.
+ *===----------------------------------------------------------------------===*/
+
+typedef enum mpUnaryKind {
+  MP_NEG = 0,
+  MP_RELU = 1,
+  MP_GELU = 2,      /* exact: x * Phi(x) */
+  MP_GELU_TANH = 3, /* tanh approximation */
+  MP_TANH = 4,
+  MP_SIGMOID = 5,
+  MP_EXP = 6,
+  MP_LOG = 7,
+  MP_SQRT = 8,
+  MP_RSQRT = 9,
+  MP_SQUARE = 10
+} mpUnaryKind;
+
+typedef enum mpBinaryKind {
+  MP_ADD = 0,
+  MP_SUB = 1,
+  MP_MUL = 2,
+  MP_DIV = 3,
+  MP_MAXIMUM = 4,
+  MP_MINIMUM = 5
+} mpBinaryKind;
+
+/* The gradient of an activation given dy and the saved tensor (the input
+ * for relu and gelu, the output for tanh and sigmoid). */
+typedef enum mpActivationGradKind {
+  MP_RELU_GRAD = 0,
+  MP_GELU_GRAD = 1,
+  MP_GELU_TANH_GRAD = 2,
+  MP_TANH_GRAD = 3,
+  MP_SIGMOID_GRAD = 4
+} mpActivationGradKind;
+
+/* out = f(in); in and out have one shape. */
+mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
+                 mpElementType compute);
+
+/* out = lhs (op) rhs with numpy broadcasting; out has the broadcast shape. */
+mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
+                  mpTensor *out, mpElementType compute);
+
+/* dx = dy * f'(saved); all three have one shape. */
+mpStatus mpActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
+                          const mpTensor *saved, mpTensor *dx,
+                          mpElementType compute);
+
+/*===----------------------------------------------------------------------===*
  * Contraction (tg.matmul).
  *===----------------------------------------------------------------------===*/
 

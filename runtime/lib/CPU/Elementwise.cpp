@@ -1,0 +1,204 @@
+//===- Elementwise.cpp - elementwise ops on the CPU -----------------------===//
+//
+// One loop per op family over a scalar function evaluated in the compute
+// type: T = double for f64 compute, float otherwise, with inputs and the
+// result rounded to f16/bf16 when that is the compute type. Binary ops map
+// each output index to its broadcast operand indices with per-dimension
+// strides (0 on a broadcast dimension).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include "Elements.h"
+
+#include <cmath>
+
+using namespace mp::rt;
+
+namespace {
+
+/// Rounds to the compute type: identity for f32/f64.
+template <typename T>
+T roundCompute(mpElementType compute, T x) {
+  if (compute == MP_F16)
+    return mpF16ToF32(mpF32ToF16(float(x)));
+  if (compute == MP_BF16)
+    return mpBF16ToF32(mpF32ToBF16(float(x)));
+  return x;
+}
+
+constexpr double kSqrt2OverPi = 0.79788456080286535587989211986876;
+constexpr double kInvSqrt2 = 0.70710678118654752440084436210485;
+
+template <typename T>
+T unary(mpUnaryKind kind, T x) {
+  switch (kind) {
+  case MP_NEG:
+    return -x;
+  case MP_RELU:
+    return x > T(0) ? x : T(0);
+  case MP_GELU:
+    return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
+  case MP_GELU_TANH:
+    return T(0.5) * x *
+           (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
+  case MP_TANH:
+    return std::tanh(x);
+  case MP_SIGMOID:
+    return T(1) / (T(1) + std::exp(-x));
+  case MP_EXP:
+    return std::exp(x);
+  case MP_LOG:
+    return std::log(x);
+  case MP_SQRT:
+    return std::sqrt(x);
+  case MP_RSQRT:
+    return T(1) / std::sqrt(x);
+  case MP_SQUARE:
+    return x * x;
+  }
+  return x;
+}
+
+template <typename T>
+T binary(mpBinaryKind kind, T a, T b) {
+  switch (kind) {
+  case MP_ADD:
+    return a + b;
+  case MP_SUB:
+    return a - b;
+  case MP_MUL:
+    return a * b;
+  case MP_DIV:
+    return a / b;
+  case MP_MAXIMUM: // NaN-propagating, like torch.maximum
+    return std::isnan(a) || std::isnan(b) ? a + b : (a > b ? a : b);
+  case MP_MINIMUM:
+    return std::isnan(a) || std::isnan(b) ? a + b : (a < b ? a : b);
+  }
+  return a;
+}
+
+template <typename T>
+T activationGrad(mpActivationGradKind kind, T dy, T s) {
+  switch (kind) {
+  case MP_RELU_GRAD:
+    return s > T(0) ? dy : T(0);
+  case MP_GELU_GRAD: {
+    T cdf = T(0.5) * (T(1) + std::erf(s * T(kInvSqrt2)));
+    T pdf = std::exp(T(-0.5) * s * s) * T(kSqrt2OverPi / 2);
+    return dy * (cdf + s * pdf);
+  }
+  case MP_GELU_TANH_GRAD: {
+    T inner = T(kSqrt2OverPi) * (s + T(0.044715) * s * s * s);
+    T t = std::tanh(inner);
+    T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * 0.044715) * s * s);
+    return dy * (T(0.5) * (T(1) + t) + T(0.5) * s * (T(1) - t * t) * dinner);
+  }
+  case MP_TANH_GRAD:
+    return dy * (T(1) - s * s);
+  case MP_SIGMOID_GRAD:
+    return dy * s * (T(1) - s);
+  }
+  return dy;
+}
+
+bool valid(const mpTensor *t) {
+  return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
+}
+
+template <typename T, typename F>
+void map1(const mpTensor *in, mpTensor *out, mpElementType compute, F f) {
+  int64_t n = mpNumElements(in);
+  for (int64_t i = 0; i < n; ++i) {
+    T x = roundCompute(compute, T(load(in->data, in->elementType, i)));
+    store(out->data, out->elementType, i, roundCompute(compute, f(x)));
+  }
+}
+
+} // namespace
+
+extern "C" mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in,
+                            mpTensor *out, mpElementType compute) {
+  if (!valid(in) || !valid(out) || !sameShape(in, out) ||
+      !isFloatType(compute) || kind < MP_NEG || kind > MP_SQUARE)
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (compute == MP_F64)
+    map1<double>(in, out, compute, [&](double x) { return unary(kind, x); });
+  else
+    map1<float>(in, out, compute, [&](float x) { return unary(kind, x); });
+  return MP_OK;
+}
+
+extern "C" mpStatus mpActivationGrad(mpActivationGradKind kind,
+                                     const mpTensor *dy, const mpTensor *saved,
+                                     mpTensor *dx, mpElementType compute) {
+  if (!valid(dy) || !valid(saved) || !valid(dx) || !sameShape(dy, saved) ||
+      !sameShape(dy, dx) || !isFloatType(compute) || kind < MP_RELU_GRAD ||
+      kind > MP_SIGMOID_GRAD)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = mpNumElements(dy);
+  for (int64_t i = 0; i < n; ++i) {
+    if (compute == MP_F64) {
+      double r = activationGrad(kind, load(dy->data, dy->elementType, i),
+                                load(saved->data, saved->elementType, i));
+      store(dx->data, dx->elementType, i, r);
+    } else {
+      float g = roundCompute(compute, float(load(dy->data, dy->elementType, i)));
+      float s = roundCompute(compute,
+                             float(load(saved->data, saved->elementType, i)));
+      store(dx->data, dx->elementType, i,
+            roundCompute(compute, activationGrad(kind, g, s)));
+    }
+  }
+  return MP_OK;
+}
+
+extern "C" mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs,
+                             const mpTensor *rhs, mpTensor *out,
+                             mpElementType compute) {
+  if (!valid(lhs) || !valid(rhs) || !valid(out) || !isFloatType(compute) ||
+      kind < MP_ADD || kind > MP_MINIMUM)
+    return MP_ERROR_INVALID_ARGUMENT;
+  // Per output dimension, the stride of each operand (0 where it broadcasts).
+  int32_t rank = out->rank;
+  if (lhs->rank > rank || rhs->rank > rank)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t ls[MP_MAX_RANK] = {}, rs[MP_MAX_RANK] = {};
+  int64_t lstride = 1, rstride = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    int32_t ld = d - (rank - lhs->rank), rd = d - (rank - rhs->rank);
+    int64_t lsz = ld >= 0 ? lhs->shape[ld] : 1;
+    int64_t rsz = rd >= 0 ? rhs->shape[rd] : 1;
+    int64_t osz = out->shape[d];
+    if ((lsz != osz && lsz != 1) || (rsz != osz && rsz != 1) ||
+        (lsz != osz && rsz != osz))
+      return MP_ERROR_INVALID_ARGUMENT;
+    ls[d] = lsz == 1 ? 0 : lstride;
+    rs[d] = rsz == 1 ? 0 : rstride;
+    lstride *= lsz;
+    rstride *= rsz;
+  }
+  int64_t n = mpNumElements(out);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t li = 0, ri = 0, rest = i;
+    for (int32_t d = rank - 1; d >= 0; --d) {
+      int64_t c = rest % out->shape[d];
+      rest /= out->shape[d];
+      li += c * ls[d];
+      ri += c * rs[d];
+    }
+    double a = load(lhs->data, lhs->elementType, li);
+    double b = load(rhs->data, rhs->elementType, ri);
+    double r;
+    if (compute == MP_F64)
+      r = binary(kind, a, b);
+    else
+      r = roundCompute(compute,
+                       binary(kind, roundCompute(compute, float(a)),
+                              roundCompute(compute, float(b))));
+    store(out->data, out->elementType, i, r);
+  }
+  return MP_OK;
+}
