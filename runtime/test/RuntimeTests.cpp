@@ -1,6 +1,6 @@
 //===- RuntimeTests.cpp - CPU runtime kernels against references ----------===//
 //
-// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise> [seed]
+// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax> [seed]
 //
 // Each suite compares the runtime with a reference written here from the
 // specification, independently of the runtime's code:
@@ -23,6 +23,10 @@
 //   against float64, with tolerances from the evaluation type, the compute
 //   type's rounding and the output's; f16/bf16 compute must produce values
 //   representable in that type.
+// * softmax: softmax, log-softmax, reductions and losses against float64;
+//   every gradient kernel (softmax, log-softmax, the activations, both
+//   losses) against central finite differences of its forward kernel, in
+//   f64.
 // * matmul: every storage / output / compute combination, with transposes
 //   and broadcast batch dimensions, against a float64 reference within the
 //   dot-product error bound ((1 + u)^K - 1) * sum|a b| of the compute type's
@@ -919,12 +923,272 @@ void testElementwise(std::mt19937_64 &rng) {
         "elementwise: mismatched shapes are refused");
 }
 
+/// f64 tensor helpers for the finite-difference checks.
+struct F64 {
+  std::vector<double> v;
+  std::vector<int64_t> shape;
+  F64(std::vector<int64_t> s, std::mt19937_64 &rng, double lo = -2,
+      double hi = 2)
+      : shape(std::move(s)) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::uniform_real_distribution<double> uni(lo, hi);
+    v.resize(n);
+    for (double &x : v)
+      x = uni(rng);
+  }
+  mpTensor t() { return tensorOfShape(v.data(), MP_F64, shape); }
+};
+
+/// Central differences of `loss` (a function of x) against `grad`, in f64:
+/// the worst error relative to the largest gradient entry.
+template <typename Loss>
+double finiteDifferenceError(std::vector<double> &x,
+                             const std::vector<double> &grad, Loss loss) {
+  double worst = 0, scale = 1e-30;
+  for (double g : grad)
+    scale = std::max(scale, std::fabs(g));
+  for (size_t i = 0; i < x.size(); ++i) {
+    double x0 = x[i], h = 1e-5 * std::max(1.0, std::fabs(x0));
+    x[i] = x0 + h;
+    double up = loss();
+    x[i] = x0 - h;
+    double down = loss();
+    x[i] = x0;
+    worst = std::max(worst, std::fabs((up - down) / (2 * h) - grad[i]) / scale);
+  }
+  return worst;
+}
+
+void testSoftmaxFamily(std::mt19937_64 &rng) {
+  const double fdTol = 1e-6; // central differences: O(h^2) + O(eps / h)
+  // Gradient checks in f64: softmax and log-softmax along two axes.
+  for (int logSm = 0; logSm < 2; ++logSm)
+    for (int64_t axis : {1, 2}) {
+      F64 x({3, 5, 7}, rng), dy({3, 5, 7}, rng);
+      std::vector<double> y(x.v.size()), dx(x.v.size());
+      auto forward = [&](std::vector<double> &out) {
+        mpTensor X = x.t(), Y = tensorOfShape(out.data(), MP_F64, x.shape);
+        mpSoftmax(&X, &Y, axis, logSm, MP_F64);
+      };
+      forward(y);
+      mpTensor DY = dy.t(), Y = tensorOfShape(y.data(), MP_F64, x.shape),
+               DX = tensorOfShape(dx.data(), MP_F64, x.shape);
+      mpSoftmaxGrad(&DY, &Y, &DX, axis, logSm, MP_F64);
+      double err = finiteDifferenceError(x.v, dx, [&] {
+        std::vector<double> out(x.v.size());
+        forward(out);
+        double l = 0;
+        for (size_t i = 0; i < out.size(); ++i)
+          l += dy.v[i] * out[i];
+        return l;
+      });
+      check(err < fdTol, std::string(logSm ? "log_softmax_grad" : "softmax_grad") +
+                             " (axis " + std::to_string(axis) +
+                             ") matches finite differences in f64 (error " +
+                             sci(err) + ")");
+    }
+  // Activation gradients against finite differences of the forward ops.
+  struct Pair {
+    const char *name;
+    mpUnaryKind fwd;
+    mpActivationGradKind grad;
+    bool savesOutput;
+  };
+  for (Pair p : {Pair{"relu_grad", MP_RELU, MP_RELU_GRAD, false},
+                 Pair{"gelu_grad", MP_GELU, MP_GELU_GRAD, false},
+                 Pair{"gelu_grad (tanh)", MP_GELU_TANH, MP_GELU_TANH_GRAD, false},
+                 Pair{"tanh_grad", MP_TANH, MP_TANH_GRAD, true},
+                 Pair{"sigmoid_grad", MP_SIGMOID, MP_SIGMOID_GRAD, true}}) {
+    F64 x({64}, rng), dy({64}, rng);
+    for (double &v : x.v) // keep relu's kink out of the differences
+      if (std::fabs(v) < 1e-3)
+        v = 0.5;
+    std::vector<double> y(64), dx(64);
+    mpTensor X = x.t(), Y = tensorOfShape(y.data(), MP_F64, {64});
+    mpUnary(p.fwd, &X, &Y, MP_F64);
+    mpTensor DY = dy.t(), DX = tensorOfShape(dx.data(), MP_F64, {64});
+    mpActivationGrad(p.grad, &DY, p.savesOutput ? &Y : &X, &DX, MP_F64);
+    double err = finiteDifferenceError(x.v, dx, [&] {
+      std::vector<double> out(64);
+      mpTensor X2 = x.t(), O = tensorOfShape(out.data(), MP_F64, {64});
+      mpUnary(p.fwd, &X2, &O, MP_F64);
+      double l = 0;
+      for (int i = 0; i < 64; ++i)
+        l += dy.v[i] * out[i];
+      return l;
+    });
+    check(err < fdTol, std::string(p.name) +
+                           " matches finite differences in f64 (error " +
+                           sci(err) + ")");
+  }
+  // Losses and their gradients.
+  {
+    F64 logits({4, 3, 6}, rng);
+    std::vector<int32_t> labels = {0, 5, 2, 7, 1, 3, 4, 4, 0, 2, -1, 5};
+    double dloss = 1.7, loss = 0;
+    std::vector<double> dlogits(logits.v.size());
+    mpTensor L = logits.t(),
+             Y = tensorOfShape(labels.data(), MP_I32, {4, 3}),
+             LS = tensorOfShape(&loss, MP_F64, {}),
+             DL = tensorOfShape(&dloss, MP_F64, {}),
+             DLG = tensorOfShape(dlogits.data(), MP_F64, {4, 3, 6});
+    mpSoftmaxCrossEntropy(&L, &Y, &LS, MP_F64);
+    // Reference: mean over the 12 positions; labels 7 and -1 contribute 0.
+    double ref = 0;
+    for (int r = 0; r < 12; ++r) {
+      if (labels[r] < 0 || labels[r] >= 6)
+        continue;
+      double mx = -INFINITY, sum = 0;
+      for (int c = 0; c < 6; ++c)
+        mx = std::max(mx, logits.v[r * 6 + c]);
+      for (int c = 0; c < 6; ++c)
+        sum += std::exp(logits.v[r * 6 + c] - mx);
+      ref += std::log(sum) + mx - logits.v[r * 6 + labels[r]];
+    }
+    ref /= 12;
+    check(std::fabs(loss - ref) <= 1e-14 * std::fabs(ref),
+          "softmax_cross_entropy matches its definition (out-of-range "
+          "labels contribute 0 to the mean)");
+    mpSoftmaxCrossEntropyGrad(&DL, &L, &Y, &DLG, MP_F64);
+    double err = finiteDifferenceError(logits.v, dlogits, [&] {
+      double l = 0;
+      mpTensor L2 = logits.t(), LS2 = tensorOfShape(&l, MP_F64, {});
+      mpSoftmaxCrossEntropy(&L2, &Y, &LS2, MP_F64);
+      return dloss * l;
+    });
+    check(err < fdTol, "softmax_cross_entropy_grad matches finite "
+                       "differences in f64 (error " + sci(err) + ")");
+  }
+  {
+    F64 pred({5, 4}, rng), target({5, 4}, rng);
+    double dloss = 0.6, loss;
+    std::vector<double> dp(20);
+    mpTensor P = pred.t(), T = target.t(),
+             LS = tensorOfShape(&loss, MP_F64, {}),
+             DL = tensorOfShape(&dloss, MP_F64, {}),
+             DP = tensorOfShape(dp.data(), MP_F64, {5, 4});
+    mpMseLoss(&P, &T, &LS, MP_F64);
+    double ref = 0;
+    for (int i = 0; i < 20; ++i)
+      ref += (pred.v[i] - target.v[i]) * (pred.v[i] - target.v[i]);
+    check(std::fabs(loss - ref / 20) <= 1e-14 * ref, "mse_loss matches its "
+                                                      "definition");
+    mpMseLossGrad(&DL, &P, &T, &DP, MP_F64);
+    double err = finiteDifferenceError(pred.v, dp, [&] {
+      double l;
+      mpTensor P2 = pred.t(), LS2 = tensorOfShape(&l, MP_F64, {});
+      mpMseLoss(&P2, &T, &LS2, MP_F64);
+      return dloss * l;
+    });
+    check(err < fdTol, "mse_loss_grad matches finite differences in f64 "
+                       "(error " + sci(err) + ")");
+  }
+  // Forward softmax and reductions in low-precision storage against f64,
+  // with tolerances from the accumulation length and the types.
+  struct Types {
+    mpElementType storage, out, compute;
+  };
+  for (Types ty : {Types{MP_F32, MP_F32, MP_F32}, Types{MP_F16, MP_F16, MP_F32},
+                   Types{MP_BF16, MP_BF16, MP_F32}, Types{MP_F16, MP_F32, MP_F16},
+                   Types{MP_BF16, MP_F32, MP_BF16}}) {
+    const int64_t rows = 6, len = 40;
+    std::vector<double> ex;
+    auto in = randomBuffer(ty.storage, rows * len, ex, rng);
+    for (double &v : ex)
+      v = roundTo(v, ty.compute);
+    std::vector<uint8_t> out(rows * len * elementSize(ty.out)),
+        red(rows * elementSize(ty.out));
+    mpTensor I = tensorOfShape(in.data(), ty.storage, {rows, len}),
+             O = tensorOfShape(out.data(), ty.out, {rows, len});
+    double uc = unitRoundoff(ty.compute), uo = unitRoundoff(ty.out);
+    bool smOk = mpSoftmax(&I, &O, 1, 0, ty.compute) == MP_OK;
+    bool lsmOk = true, sumOk = true, maxOk = true;
+    for (int64_t r = 0; r < rows; ++r) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < len; ++k)
+        mx = std::max(mx, ex[r * len + k]);
+      for (int64_t k = 0; k < len; ++k)
+        sum += std::exp(ex[r * len + k] - mx);
+      for (int64_t k = 0; k < len; ++k) {
+        double ref = std::exp(ex[r * len + k] - mx) / sum;
+        double got = readBack(out, ty.out, r * len + k);
+        smOk &= std::fabs(got - ref) <=
+                ((len + 4) * uc + uo) * ref + tiniest(ty.out) + tiniest(ty.compute);
+      }
+    }
+    mpSoftmax(&I, &O, 1, 1, ty.compute);
+    for (int64_t r = 0; r < rows; ++r) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < len; ++k)
+        mx = std::max(mx, ex[r * len + k]);
+      for (int64_t k = 0; k < len; ++k)
+        sum += std::exp(ex[r * len + k] - mx);
+      for (int64_t k = 0; k < len; ++k) {
+        double ref = ex[r * len + k] - mx - std::log(sum);
+        double got = readBack(out, ty.out, r * len + k);
+        lsmOk &= std::fabs(got - ref) <=
+                 (len + 4) * uc * (2 + std::fabs(ref) + std::log(double(len))) +
+                     uo * std::fabs(ref);
+      }
+    }
+    int64_t axis1 = 1;
+    mpTensor R = tensorOfShape(red.data(), ty.out, {rows});
+    mpReduce(MP_REDUCE_SUM, &I, &R, &axis1, 1, ty.compute);
+    for (int64_t r = 0; r < rows; ++r) {
+      double ref = 0, mag = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        ref += ex[r * len + k];
+        mag += std::fabs(ex[r * len + k]);
+      }
+      sumOk &= std::fabs(readBack(red, ty.out, r) - ref) <=
+               std::expm1(len * std::log1p(uc)) * mag + uo * std::fabs(ref) +
+                   tiniest(ty.out);
+    }
+    mpReduce(MP_REDUCE_MAX, &I, &R, &axis1, 1, ty.compute);
+    for (int64_t r = 0; r < rows; ++r) {
+      double mx = -INFINITY;
+      for (int64_t k = 0; k < len; ++k)
+        mx = std::max(mx, ex[r * len + k]);
+      maxOk &= readBack(red, ty.out, r) == roundTo(mx, ty.out);
+    }
+    std::string types = std::string(typeName(ty.storage)) + "->" +
+                        typeName(ty.out) + " compute " + typeName(ty.compute);
+    check(smOk && lsmOk, "softmax and log_softmax (" + types +
+                             ") match float64 within (n + 4) u_compute + "
+                             "u_out");
+    check(sumOk && maxOk, "reduce_sum and reduce_max (" + types +
+                              ") match float64 within the summation bound");
+  }
+  // reduce_mean over two axes with kept dimensions.
+  {
+    F64 x({4, 5, 6}, rng);
+    std::vector<double> out(5);
+    int64_t axes[] = {0, 2};
+    mpTensor X = x.t(), O = tensorOfShape(out.data(), MP_F64, {1, 5, 1});
+    bool ok = mpReduce(MP_REDUCE_MEAN, &X, &O, axes, 2, MP_F64) == MP_OK;
+    for (int j = 0; j < 5; ++j) {
+      double ref = 0;
+      for (int i = 0; i < 4; ++i)
+        for (int k = 0; k < 6; ++k)
+          ref += x.v[(i * 5 + j) * 6 + k];
+      ok &= std::fabs(out[j] - ref / 24) <= 1e-14;
+    }
+    int64_t bad[] = {2, 0};
+    check(ok && mpReduce(MP_REDUCE_SUM, &X, &O, bad, 2, MP_F64) ==
+                    MP_ERROR_INVALID_ARGUMENT,
+          "reduce_mean over axes [0, 2] with kept dims; unsorted axes are "
+          "refused");
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise> "
+                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax> "
                  "[seed]\n");
     return 2;
   }
@@ -948,6 +1212,8 @@ int main(int argc, char **argv) {
     testMatmul(rng);
   } else if (suite == "elementwise") {
     testElementwise(rng);
+  } else if (suite == "softmax") {
+    testSoftmaxFamily(rng);
   } else {
     std::fprintf(stderr, "unknown suite '%s'\n", suite.c_str());
     return 2;

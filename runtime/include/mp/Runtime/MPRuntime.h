@@ -163,6 +163,53 @@ mpStatus mpActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
                           mpElementType compute);
 
 /*===----------------------------------------------------------------------===*
+ * Softmax, reductions and losses. `compute` is the accumulation type: f32
+ * and f64 compute in that type; f16/bf16 round every intermediate result
+ * (each exponential, partial sum and quotient) to that type.
+ *===----------------------------------------------------------------------===*/
+
+/* Softmax (or, with `logSoftmax`, log-softmax) along `axis`. */
+mpStatus mpSoftmax(const mpTensor *in, mpTensor *out, int64_t axis,
+                   int32_t logSoftmax, mpElementType compute);
+
+/* Given dy and the forward output y: dx = y * (dy - sum(dy * y)) for
+ * softmax, dx = dy - exp(y) * sum(dy) for log-softmax, along `axis`. */
+mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
+                       int64_t axis, int32_t logSoftmax,
+                       mpElementType compute);
+
+typedef enum mpReduceKind {
+  MP_REDUCE_SUM = 0,
+  MP_REDUCE_MEAN = 1,
+  MP_REDUCE_MAX = 2
+} mpReduceKind;
+
+/* Reduces `in` over the `numAxes` strictly increasing `axes`; `out` holds
+ * the remaining dimensions in order (with or without size-1 kept dims). */
+mpStatus mpReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
+                  const int64_t *axes, int32_t numAxes,
+                  mpElementType compute);
+
+/* Mean over label positions of -log_softmax(logits)[label]; logits
+ * [..., C], labels (i32 or i64) [...]; labels outside [0, C) contribute 0
+ * and still count in the mean. `loss` is rank 0. */
+mpStatus mpSoftmaxCrossEntropy(const mpTensor *logits, const mpTensor *labels,
+                               mpTensor *loss, mpElementType compute);
+
+/* dlogits = dloss * (softmax(logits) - onehot(labels)) / N. */
+mpStatus mpSoftmaxCrossEntropyGrad(const mpTensor *dloss,
+                                   const mpTensor *logits,
+                                   const mpTensor *labels, mpTensor *dlogits,
+                                   mpElementType compute);
+
+/* mean((prediction - target)^2) and its gradient 2 dloss (p - t) / numel. */
+mpStatus mpMseLoss(const mpTensor *prediction, const mpTensor *target,
+                   mpTensor *loss, mpElementType compute);
+mpStatus mpMseLossGrad(const mpTensor *dloss, const mpTensor *prediction,
+                       const mpTensor *target, mpTensor *dprediction,
+                       mpElementType compute);
+
+/*===----------------------------------------------------------------------===*
  * Contraction (tg.matmul).
  *===----------------------------------------------------------------------===*/
 
