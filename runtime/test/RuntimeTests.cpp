@@ -1,6 +1,6 @@
 //===- RuntimeTests.cpp - CPU runtime kernels against references ----------===//
 //
-// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax> [seed]
+// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement> [seed]
 //
 // Each suite compares the runtime with a reference written here from the
 // specification, independently of the runtime's code:
@@ -27,6 +27,10 @@
 //   every gradient kernel (softmax, log-softmax, the activations, both
 //   losses) against central finite differences of its forward kernel, in
 //   f64.
+// * norm-movement: layer norm against its definition and its gradient
+//   against finite differences (input, scale, bias); gather exactly, and
+//   gather_grad as gather's adjoint; transpose, broadcast_to, concat, slice
+//   and reshape against index formulas.
 // * matmul: every storage / output / compute combination, with transposes
 //   and broadcast batch dimensions, against a float64 reference within the
 //   dot-product error bound ((1 + u)^K - 1) * sum|a b| of the compute type's
@@ -1183,12 +1187,183 @@ void testSoftmaxFamily(std::mt19937_64 &rng) {
   }
 }
 
+void testNormAndMovement(std::mt19937_64 &rng) {
+  const double fdTol = 1e-6;
+  // Layer norm over the last two dimensions of [3, 4, 5].
+  F64 x({3, 4, 5}, rng), g({4, 5}, rng), b({4, 5}, rng), dy({3, 4, 5}, rng);
+  std::vector<double> y(60), mean(3), rstd(3), dx(60), dg(20), db(20);
+  auto forward = [&](std::vector<double> &out, std::vector<double> &mu,
+                     std::vector<double> &rs) {
+    mpTensor X = x.t(), G = g.t(), B = b.t(),
+             Y = tensorOfShape(out.data(), MP_F64, {3, 4, 5}),
+             M = tensorOfShape(mu.data(), MP_F64, {3}),
+             R = tensorOfShape(rs.data(), MP_F64, {3});
+    return mpLayerNorm(&X, &G, &B, &Y, &M, &R, 1, 1e-5f, MP_F64);
+  };
+  bool fwdOk = forward(y, mean, rstd) == MP_OK;
+  for (int r = 0; r < 3; ++r) {
+    double mu = 0, var = 0;
+    for (int c = 0; c < 20; ++c)
+      mu += x.v[r * 20 + c] / 20;
+    for (int c = 0; c < 20; ++c)
+      var += (x.v[r * 20 + c] - mu) * (x.v[r * 20 + c] - mu) / 20;
+    double rs = 1 / std::sqrt(var + double(1e-5f));
+    fwdOk &= std::fabs(mean[r] - mu) < 1e-14 && std::fabs(rstd[r] - rs) < 1e-12;
+    for (int c = 0; c < 20; ++c)
+      fwdOk &= std::fabs(y[r * 20 + c] -
+                         ((x.v[r * 20 + c] - mu) * rs * g.v[c] + b.v[c])) < 1e-12;
+  }
+  check(fwdOk, "layer_norm matches its definition in f64 (output, mean, rstd)");
+  mpTensor DY = dy.t(), X = x.t(), G = g.t(),
+           M = tensorOfShape(mean.data(), MP_F64, {3}),
+           R = tensorOfShape(rstd.data(), MP_F64, {3}),
+           DX = tensorOfShape(dx.data(), MP_F64, {3, 4, 5}),
+           DG = tensorOfShape(dg.data(), MP_F64, {4, 5}),
+           DB = tensorOfShape(db.data(), MP_F64, {4, 5});
+  mpLayerNormGrad(&DY, &X, &G, &M, &R, &DX, &DG, &DB, 1, MP_F64);
+  auto loss = [&] {
+    std::vector<double> out(60), mu(3), rs(3);
+    forward(out, mu, rs);
+    double l = 0;
+    for (int i = 0; i < 60; ++i)
+      l += dy.v[i] * out[i];
+    return l;
+  };
+  double ex = finiteDifferenceError(x.v, dx, loss);
+  double eg = finiteDifferenceError(g.v, dg, loss);
+  double eb = finiteDifferenceError(b.v, db, loss);
+  check(ex < fdTol && eg < fdTol && eb < fdTol,
+        "layer_norm_grad (input, scale, bias) matches finite differences in "
+        "f64 (errors " + sci(ex) + ", " + sci(eg) + ", " + sci(eb) + ")");
+
+  // Layer norm reading f16 and computing in f32, against float64.
+  {
+    std::vector<double> ex16;
+    auto in = randomBuffer(MP_F16, 4 * 64, ex16, rng);
+    std::vector<float> sc(64, 1.0f), bi(64, 0.0f), mu(4), rs(4);
+    std::vector<uint8_t> out(4 * 64 * 2);
+    mpTensor I = tensorOfShape(in.data(), MP_F16, {4, 64}),
+             S = tensorOfShape(sc.data(), MP_F32, {64}),
+             B2 = tensorOfShape(bi.data(), MP_F32, {64}),
+             O = tensorOfShape(out.data(), MP_F16, {4, 64}),
+             MU = tensorOfShape(mu.data(), MP_F32, {4}),
+             RS = tensorOfShape(rs.data(), MP_F32, {4});
+    bool ok = mpLayerNorm(&I, &S, &B2, &O, &MU, &RS, 1, 1e-5f, MP_F32) == MP_OK;
+    for (int r = 0; r < 4; ++r) {
+      double m = 0, v = 0;
+      for (int c = 0; c < 64; ++c)
+        m += ex16[r * 64 + c] / 64;
+      for (int c = 0; c < 64; ++c)
+        v += (ex16[r * 64 + c] - m) * (ex16[r * 64 + c] - m) / 64;
+      double rsd = 1 / std::sqrt(v + double(1e-5f));
+      for (int c = 0; c < 64; ++c) {
+        double ref = (ex16[r * 64 + c] - m) * rsd;
+        // f32 accumulation over 64 terms (relative to the spread of x,
+        // about 1 / rstd), then one f16 rounding of the output.
+        double tol = 3 * 64 * unitRoundoff(MP_F32) * (std::fabs(ref) + 4) +
+                     unitRoundoff(MP_F16) * std::fabs(ref) + tiniest(MP_F16);
+        ok &= std::fabs(readBack(out, MP_F16, r * 64 + c) - ref) <= tol;
+      }
+    }
+    check(ok, "layer_norm f16 -> f16 computing in f32 matches float64 within "
+              "f32 accumulation and one f16 rounding");
+  }
+
+  // gather: exact rows, ids clamped; gather_grad is its adjoint:
+  // <gather(T), G> == <T, gather_grad(G)> for every T and G.
+  {
+    F64 table({7, 3}, rng), gr({2, 4, 3}, rng);
+    std::vector<int64_t> ids = {0, 6, 3, 3, -2, 9, 1, 3};
+    std::vector<double> out(24), dt(21);
+    mpTensor T = table.t(), I = tensorOfShape(ids.data(), MP_I64, {2, 4}),
+             O = tensorOfShape(out.data(), MP_F64, {2, 4, 3}),
+             GR = gr.t(), DT = tensorOfShape(dt.data(), MP_F64, {7, 3});
+    bool ok = mpGather(&T, &I, &O) == MP_OK;
+    for (int i = 0; i < 8; ++i) {
+      int64_t id = std::min<int64_t>(std::max<int64_t>(ids[i], 0), 6);
+      for (int k = 0; k < 3; ++k)
+        ok &= out[i * 3 + k] == table.v[id * 3 + k];
+    }
+    check(ok, "gather copies row ids[i] exactly (out-of-range ids clamped)");
+    // With only in-range ids, gather_grad is the adjoint of gather.
+    std::vector<int64_t> inRange = {0, 6, 3, 3, 2, 5, 1, 3};
+    mpTensor I2 = tensorOfShape(inRange.data(), MP_I64, {2, 4});
+    mpGather(&T, &I2, &O);
+    mpGatherGrad(&GR, &I2, &DT, MP_F64);
+    double lhs = 0, rhs = 0;
+    for (int i = 0; i < 24; ++i)
+      lhs += out[i] * gr.v[i];
+    for (int i = 0; i < 21; ++i)
+      rhs += table.v[i] * dt[i];
+    check(std::fabs(lhs - rhs) < 1e-12 * (std::fabs(lhs) + 1),
+          "gather_grad is the adjoint of gather (repeated ids add up)");
+    mpGatherGrad(&GR, &I, &DT, MP_F64);
+    double row4 = 0;
+    for (int k = 0; k < 3; ++k)
+      row4 += std::fabs(dt[4 * 3 + k]);
+    check(row4 == 0, "gather_grad drops out-of-range ids");
+  }
+
+  // transpose, broadcast_to, concat, slice against direct index formulas.
+  {
+    F64 a({2, 3, 4}, rng);
+    std::vector<double> t(24);
+    int64_t perm[] = {2, 0, 1};
+    mpTensor A = a.t(), T = tensorOfShape(t.data(), MP_F64, {4, 2, 3});
+    bool ok = mpTranspose(&A, &T, perm) == MP_OK;
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 2; ++j)
+        for (int k = 0; k < 3; ++k)
+          ok &= t[(i * 2 + j) * 3 + k] == a.v[(j * 3 + k) * 4 + i];
+    check(ok, "transpose [2,3,4] by [2,0,1]");
+
+    std::vector<double> bc(2 * 3 * 4);
+    F64 row({3, 1}, rng);
+    mpTensor RW = row.t(), BC = tensorOfShape(bc.data(), MP_F64, {2, 3, 4});
+    ok = mpBroadcastTo(&RW, &BC) == MP_OK;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j)
+        for (int k = 0; k < 4; ++k)
+          ok &= bc[(i * 3 + j) * 4 + k] == row.v[j];
+    check(ok, "broadcast_to [3,1] -> [2,3,4]");
+
+    F64 p({2, 1, 4}, rng), q({2, 2, 4}, rng);
+    std::vector<double> cc(2 * 3 * 4);
+    mpTensor ins[2] = {p.t(), q.t()},
+             CC = tensorOfShape(cc.data(), MP_F64, {2, 3, 4});
+    ok = mpConcat(2, ins, &CC, 1) == MP_OK;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j)
+        for (int k = 0; k < 4; ++k)
+          ok &= cc[(i * 3 + j) * 4 + k] ==
+                (j == 0 ? p.v[i * 4 + k] : q.v[(i * 2 + j - 1) * 4 + k]);
+    check(ok, "concat [2,1,4] and [2,2,4] along axis 1");
+
+    std::vector<double> sl(1 * 2 * 2);
+    int64_t off[] = {1, 0, 1}, st[] = {1, 2, 2};
+    mpTensor SL = tensorOfShape(sl.data(), MP_F64, {1, 2, 2});
+    ok = mpSlice(&A, &SL, off, st) == MP_OK;
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 2; ++k)
+        ok &= sl[j * 2 + k] == a.v[(1 * 3 + j * 2) * 4 + 1 + k * 2];
+    int64_t past[] = {1, 2, 1};
+    check(ok && mpSlice(&A, &SL, past, st) == MP_ERROR_INVALID_ARGUMENT,
+          "slice with offsets and strides; out-of-bounds slices are refused");
+
+    uint16_t h[6] = {1, 2, 3, 4, 5, 6}, h2[6] = {};
+    mpTensor H = tensorOfShape(h, MP_F16, {2, 3}),
+             H2 = tensorOfShape(h2, MP_F16, {3, 2});
+    check(mpCopy(&H, &H2) == MP_OK && std::memcmp(h, h2, 12) == 0,
+          "reshape copies f16 bits unchanged");
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax> "
+                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement> "
                  "[seed]\n");
     return 2;
   }
@@ -1214,6 +1389,8 @@ int main(int argc, char **argv) {
     testElementwise(rng);
   } else if (suite == "softmax") {
     testSoftmaxFamily(rng);
+  } else if (suite == "norm-movement") {
+    testNormAndMovement(rng);
   } else {
     std::fprintf(stderr, "unknown suite '%s'\n", suite.c_str());
     return 2;

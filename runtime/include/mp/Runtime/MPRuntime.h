@@ -210,6 +210,56 @@ mpStatus mpMseLossGrad(const mpTensor *dloss, const mpTensor *prediction,
                        mpElementType compute);
 
 /*===----------------------------------------------------------------------===*
+ * Layer normalisation over dimensions [axis, rank): y = (x - mean) * rstd *
+ * scale + bias with rstd = 1 / sqrt(var + epsilon) (biased variance); mean
+ * and rstd (shape [:axis]) are saved for the backward pass.
+ *===----------------------------------------------------------------------===*/
+
+mpStatus mpLayerNorm(const mpTensor *x, const mpTensor *scale,
+                     const mpTensor *bias, mpTensor *y, mpTensor *mean,
+                     mpTensor *rstd, int64_t axis, float epsilon,
+                     mpElementType compute);
+
+mpStatus mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
+                         const mpTensor *scale, const mpTensor *mean,
+                         const mpTensor *rstd, mpTensor *dx,
+                         mpTensor *dscale, mpTensor *dbias, int64_t axis,
+                         mpElementType compute);
+
+/*===----------------------------------------------------------------------===*
+ * Data movement. Element types of input and output match (any type).
+ *===----------------------------------------------------------------------===*/
+
+/* Row ids[i] of `table` ([V, D...]) into out[i] ([I..., D...]); ids are i32
+ * or i64 and clamped to [0, V). */
+mpStatus mpGather(const mpTensor *table, const mpTensor *ids, mpTensor *out);
+
+/* The table gradient: zero, then row ids[i] += grad[i] (accumulated in the
+ * compute type); ids outside [0, V) are dropped. */
+mpStatus mpGatherGrad(const mpTensor *grad, const mpTensor *ids,
+                      mpTensor *table, mpElementType compute);
+
+/* out[i0, i1, ...] = in[i_perm...]: result dimension d is input dimension
+ * permutation[d]. */
+mpStatus mpTranspose(const mpTensor *in, mpTensor *out,
+                     const int64_t *permutation);
+
+/* Copies the elements in row-major order (reshape); counts must match. */
+mpStatus mpCopy(const mpTensor *in, mpTensor *out);
+
+/* numpy broadcast of `in` to out's shape. */
+mpStatus mpBroadcastTo(const mpTensor *in, mpTensor *out);
+
+/* Joins `count` inputs along `axis`. */
+mpStatus mpConcat(int32_t count, const mpTensor *inputs, mpTensor *out,
+                  int64_t axis);
+
+/* out[i] = in[offsets + i * strides] per dimension (strides may be null:
+ * all 1). */
+mpStatus mpSlice(const mpTensor *in, mpTensor *out, const int64_t *offsets,
+                 const int64_t *strides);
+
+/*===----------------------------------------------------------------------===*
  * Contraction (tg.matmul).
  *===----------------------------------------------------------------------===*/
 

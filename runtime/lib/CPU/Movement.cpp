@@ -1,0 +1,219 @@
+//===- Movement.cpp - data movement on the CPU ----------------------------===//
+//
+// Byte copies with index arithmetic: these ops move elements of any type
+// unchanged. gather_grad is the exception: it accumulates, in the compute
+// type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include "Compute.h"
+
+#include <cstring>
+#include <vector>
+
+using namespace mp::rt;
+
+namespace {
+
+bool validAny(const mpTensor *t) {
+  return t && (t->data || mpNumElements(t) == 0) &&
+         mpElementSize(t->elementType) > 0 && mpNumElements(t) >= 0;
+}
+
+int64_t idAt(const mpTensor *ids, int64_t i) {
+  return ids->elementType == MP_I32 ? static_cast<const int32_t *>(ids->data)[i]
+                                    : static_cast<const int64_t *>(ids->data)[i];
+}
+
+bool validIds(const mpTensor *ids) {
+  return ids && ids->data &&
+         (ids->elementType == MP_I32 || ids->elementType == MP_I64) &&
+         mpNumElements(ids) >= 0;
+}
+
+/// Row-major strides of `t`, in elements.
+void strides(const mpTensor *t, int64_t *s) {
+  int64_t acc = 1;
+  for (int32_t d = t->rank - 1; d >= 0; --d) {
+    s[d] = acc;
+    acc *= t->shape[d];
+  }
+}
+
+} // namespace
+
+extern "C" mpStatus mpGather(const mpTensor *table, const mpTensor *ids,
+                             mpTensor *out) {
+  if (!validAny(table) || table->rank < 1 || !validIds(ids) ||
+      !validAny(out) || out->elementType != table->elementType ||
+      out->rank != ids->rank + table->rank - 1)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t rows = table->shape[0];
+  int64_t row = rows ? mpNumElements(table) / rows : 0;
+  if (mpNumElements(out) != mpNumElements(ids) * row || rows == 0)
+    return rows == 0 && mpNumElements(out) == 0 ? MP_OK
+                                                : MP_ERROR_INVALID_ARGUMENT;
+  size_t bytes = row * mpElementSize(table->elementType);
+  for (int64_t i = 0, n = mpNumElements(ids); i < n; ++i) {
+    int64_t id = idAt(ids, i);
+    id = id < 0 ? 0 : id >= rows ? rows - 1 : id;
+    std::memcpy(static_cast<char *>(out->data) + i * bytes,
+                static_cast<const char *>(table->data) + id * bytes, bytes);
+  }
+  return MP_OK;
+}
+
+extern "C" mpStatus mpGatherGrad(const mpTensor *grad, const mpTensor *ids,
+                                 mpTensor *table, mpElementType compute) {
+  if (!validAny(grad) || !isFloatType(grad->elementType) || !validIds(ids) ||
+      !validAny(table) || !isFloatType(table->elementType) ||
+      table->rank < 1 || !isFloatType(compute))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t rows = table->shape[0];
+  int64_t row = rows ? mpNumElements(table) / rows : 0;
+  if (mpNumElements(grad) != mpNumElements(ids) * row)
+    return MP_ERROR_INVALID_ARGUMENT;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    std::vector<T> acc(mpNumElements(table), T(0));
+    for (int64_t i = 0, n = mpNumElements(ids); i < n; ++i) {
+      int64_t id = idAt(ids, i);
+      if (id < 0 || id >= rows)
+        continue;
+      for (int64_t k = 0; k < row; ++k)
+        acc[id * row + k] = a.add(acc[id * row + k], a.in(grad, i * row + k));
+    }
+    for (size_t j = 0; j < acc.size(); ++j)
+      a.out(table, j, acc[j]);
+  });
+  return MP_OK;
+}
+
+extern "C" mpStatus mpTranspose(const mpTensor *in, mpTensor *out,
+                                const int64_t *permutation) {
+  if (!validAny(in) || !validAny(out) || in->elementType != out->elementType ||
+      in->rank != out->rank || (in->rank && !permutation))
+    return MP_ERROR_INVALID_ARGUMENT;
+  bool seen[MP_MAX_RANK] = {};
+  for (int32_t d = 0; d < in->rank; ++d) {
+    int64_t p = permutation[d];
+    if (p < 0 || p >= in->rank || seen[p] || out->shape[d] != in->shape[p])
+      return MP_ERROR_INVALID_ARGUMENT;
+    seen[p] = true;
+  }
+  int64_t is[MP_MAX_RANK];
+  strides(in, is);
+  size_t size = mpElementSize(in->elementType);
+  for (int64_t i = 0, n = mpNumElements(out); i < n; ++i) {
+    int64_t rest = i, src = 0;
+    for (int32_t d = out->rank - 1; d >= 0; --d) {
+      src += (rest % out->shape[d]) * is[permutation[d]];
+      rest /= out->shape[d];
+    }
+    std::memcpy(static_cast<char *>(out->data) + i * size,
+                static_cast<const char *>(in->data) + src * size, size);
+  }
+  return MP_OK;
+}
+
+extern "C" mpStatus mpCopy(const mpTensor *in, mpTensor *out) {
+  if (!validAny(in) || !validAny(out) || in->elementType != out->elementType ||
+      mpNumElements(in) != mpNumElements(out))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (in->data != out->data)
+    std::memmove(out->data, in->data,
+                 mpNumElements(in) * mpElementSize(in->elementType));
+  return MP_OK;
+}
+
+extern "C" mpStatus mpBroadcastTo(const mpTensor *in, mpTensor *out) {
+  if (!validAny(in) || !validAny(out) || in->elementType != out->elementType ||
+      in->rank > out->rank)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t is[MP_MAX_RANK], step[MP_MAX_RANK];
+  strides(in, is);
+  int32_t off = out->rank - in->rank;
+  for (int32_t d = 0; d < out->rank; ++d) {
+    int64_t isz = d >= off ? in->shape[d - off] : 1;
+    if (isz != out->shape[d] && isz != 1)
+      return MP_ERROR_INVALID_ARGUMENT;
+    step[d] = d >= off && isz != 1 ? is[d - off] : 0;
+  }
+  size_t size = mpElementSize(in->elementType);
+  for (int64_t i = 0, n = mpNumElements(out); i < n; ++i) {
+    int64_t rest = i, src = 0;
+    for (int32_t d = out->rank - 1; d >= 0; --d) {
+      src += (rest % out->shape[d]) * step[d];
+      rest /= out->shape[d];
+    }
+    std::memcpy(static_cast<char *>(out->data) + i * size,
+                static_cast<const char *>(in->data) + src * size, size);
+  }
+  return MP_OK;
+}
+
+extern "C" mpStatus mpConcat(int32_t count, const mpTensor *inputs,
+                             mpTensor *out, int64_t axis) {
+  if (count < 1 || !inputs || !validAny(out) || axis < 0 || axis >= out->rank)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t outer = 1, inner = 1, total = 0;
+  for (int32_t d = 0; d < out->rank; ++d)
+    if (d < axis)
+      outer *= out->shape[d];
+    else if (d > axis)
+      inner *= out->shape[d];
+  for (int32_t k = 0; k < count; ++k) {
+    const mpTensor &t = inputs[k];
+    if (!validAny(&t) || t.elementType != out->elementType ||
+        t.rank != out->rank)
+      return MP_ERROR_INVALID_ARGUMENT;
+    for (int32_t d = 0; d < out->rank; ++d)
+      if (d != axis && t.shape[d] != out->shape[d])
+        return MP_ERROR_INVALID_ARGUMENT;
+    total += t.shape[axis];
+  }
+  if (total != out->shape[axis])
+    return MP_ERROR_INVALID_ARGUMENT;
+  size_t size = mpElementSize(out->elementType);
+  int64_t at = 0;
+  for (int32_t k = 0; k < count; ++k) {
+    const mpTensor &t = inputs[k];
+    size_t chunk = t.shape[axis] * inner * size;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(static_cast<char *>(out->data) +
+                      (o * out->shape[axis] + at) * inner * size,
+                  static_cast<const char *>(t.data) + o * chunk, chunk);
+    at += t.shape[axis];
+  }
+  return MP_OK;
+}
+
+extern "C" mpStatus mpSlice(const mpTensor *in, mpTensor *out,
+                            const int64_t *offsets, const int64_t *strides_) {
+  if (!validAny(in) || !validAny(out) || in->elementType != out->elementType ||
+      in->rank != out->rank || (in->rank && !offsets))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t is[MP_MAX_RANK];
+  strides(in, is);
+  for (int32_t d = 0; d < in->rank; ++d) {
+    int64_t st = strides_ ? strides_[d] : 1;
+    if (st < 1 || offsets[d] < 0 ||
+        (out->shape[d] > 0 &&
+         offsets[d] + (out->shape[d] - 1) * st >= in->shape[d]))
+      return MP_ERROR_INVALID_ARGUMENT;
+  }
+  size_t size = mpElementSize(in->elementType);
+  for (int64_t i = 0, n = mpNumElements(out); i < n; ++i) {
+    int64_t rest = i, src = 0;
+    for (int32_t d = out->rank - 1; d >= 0; --d) {
+      int64_t st = strides_ ? strides_[d] : 1;
+      src += (offsets[d] + (rest % out->shape[d]) * st) * is[d];
+      rest /= out->shape[d];
+    }
+    std::memcpy(static_cast<char *>(out->data) + i * size,
+                static_cast<const char *>(in->data) + src * size, size);
+  }
+  return MP_OK;
+}
