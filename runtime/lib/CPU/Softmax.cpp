@@ -123,6 +123,18 @@ static int64_t label(const mpTensor *labels, int64_t i) {
              : static_cast<const int64_t *>(labels->data)[i];
 }
 
+/// The maximum of logits row `r` and the sum of exp(x - max) over it.
+template <typename A, typename T>
+static void rowStats(const A &a, const mpTensor *logits, int64_t r,
+                     int64_t classes, T &mx, T &sum) {
+  mx = -INFINITY;
+  for (int64_t c = 0; c < classes; ++c)
+    mx = std::max(mx, a.in(logits, r * classes + c));
+  sum = 0;
+  for (int64_t c = 0; c < classes; ++c)
+    sum = a.add(sum, a.exp(a.sub(a.in(logits, r * classes + c), mx)));
+}
+
 static bool validLogits(const mpTensor *logits, const mpTensor *labels) {
   if (!valid(logits) || logits->rank < 1 || !labels || !labels->data ||
       (labels->elementType != MP_I32 && labels->elementType != MP_I64) ||
@@ -150,12 +162,8 @@ extern "C" mpStatus mpSoftmaxCrossEntropy(const mpTensor *logits,
       int64_t y = label(labels, r);
       if (y < 0 || y >= classes)
         continue;
-      T mx = -INFINITY;
-      for (int64_t c = 0; c < classes; ++c)
-        mx = std::max(mx, a.in(logits, r * classes + c));
-      T sum = 0;
-      for (int64_t c = 0; c < classes; ++c)
-        sum = a.add(sum, a.exp(a.sub(a.in(logits, r * classes + c), mx)));
+      T mx, sum;
+      rowStats(a, logits, r, classes, mx, sum);
       // -log_softmax[y] = log(sum) - (x_y - max)
       total = a.add(total, a.sub(a.log(sum),
                                  a.sub(a.in(logits, r * classes + y), mx)));
@@ -185,12 +193,8 @@ extern "C" mpStatus mpSoftmaxCrossEntropyGrad(const mpTensor *dloss,
           a.out(dlogits, r * classes + c, T(0));
         continue;
       }
-      T mx = -INFINITY;
-      for (int64_t c = 0; c < classes; ++c)
-        mx = std::max(mx, a.in(logits, r * classes + c));
-      T sum = 0;
-      for (int64_t c = 0; c < classes; ++c)
-        sum = a.add(sum, a.exp(a.sub(a.in(logits, r * classes + c), mx)));
+      T mx, sum;
+      rowStats(a, logits, r, classes, mx, sum);
       for (int64_t c = 0; c < classes; ++c) {
         T p = a.div(a.exp(a.sub(a.in(logits, r * classes + c), mx)), sum);
         a.out(dlogits, r * classes + c,
