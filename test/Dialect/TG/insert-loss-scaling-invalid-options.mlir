@@ -11,6 +11,7 @@
 // RUN: not mp-opt %s --tg-insert-loss-scaling="min-scale=8 max-scale=4" 2>&1 | FileCheck %s --check-prefix=MINMAX
 // RUN: not mp-opt %s --tg-insert-loss-scaling=mode=dynamic 2>&1 | FileCheck %s --check-prefix=NO-UPDATE
 // RUN: not mp-opt %s --tg-mixed-precision=loss-scaling=often 2>&1 | FileCheck %s --check-prefix=PIPELINE
+// RUN: not mp-opt %S/Inputs/update-used-in-step.mlir --tg-insert-loss-scaling=mode=dynamic 2>&1 | FileCheck %s --check-prefix=USED
 
 // A training step with a loss gradient but no optimizer update.
 func.func @step(%x: tensor<4x3xf32> {tg.input = "x"}, %y: tensor<4xi32> {tg.label = "y"})
@@ -30,3 +31,5 @@ func.func @step(%x: tensor<4x3xf32> {tg.input = "x"}, %y: tensor<4xi32> {tg.labe
 // MINMAX: error: tg-insert-loss-scaling: min-scale 8{{.*}} exceeds max-scale 4
 // NO-UPDATE: error: tg-insert-loss-scaling: a training step needs a loss gradient and an optimizer update to scale (found 1 and 0)
 // PIPELINE: error: tg-insert-loss-scaling: invalid mode 'often'
+
+// USED: error: tg-insert-loss-scaling: the result of an optimizer update may only be returned, but it is used by tg.relu

@@ -114,10 +114,19 @@ struct TGInsertLossScalingPass
                                "to scale (found "
                             << seeds.size() << " and " << updates.size()
                             << ")";
-    for (OptimizerOpInterface u : updates)
+    for (OptimizerOpInterface u : updates) {
       if (u->getBlock() != &body)
         return u->emitError("tg-insert-loss-scaling: optimizer updates must "
                             "be in the step's entry block");
+      // The updates move behind the unscale at the end of the step: their
+      // results may only be returned.
+      for (Operation *user : u->getUsers())
+        if (user != terminator)
+          return u->emitError("tg-insert-loss-scaling: the result of an "
+                              "optimizer update may only be returned, but it "
+                              "is used by ")
+                 << user->getName();
+    }
 
     Type f32Scalar = RankedTensorType::get({}, Float32Type::get(ctx));
     Type counter = RankedTensorType::get({}, IntegerType::get(ctx, 64));
