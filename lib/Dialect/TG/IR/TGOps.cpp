@@ -220,6 +220,9 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
+// The saved statistics are not data: their storage is their own.
+bool LayerNormOp::isDataResult(unsigned index) { return index == 0; }
+
 OperandRole LayerNormOp::getOperandRole(unsigned index) {
   return index == 0 ? OperandRole::Data : OperandRole::Parameter;
 }
@@ -644,6 +647,11 @@ LogicalResult SgdUpdateOp::verify() {
     return emitOpError("'nesterov' needs a non-zero 'momentum'");
   return success();
 }
+
+// Updated parameters and state are never data: they stay master weights.
+bool SgdUpdateOp::isDataResult(unsigned) { return false; }
+bool AdamUpdateOp::isDataResult(unsigned) { return false; }
+bool UpdateLossScaleOp::isDataResult(unsigned) { return false; }
 
 OperandRole SgdUpdateOp::getOperandRole(unsigned index) {
   if (index == 1)

@@ -449,8 +449,9 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
 
   // Storage of every node result, decided from its users.
   for (auto [i, n] : llvm::enumerate(nodes)) {
-    for (Value r : n.op->getResults()) {
-      if (!isAmpFloat(r.getType()))
+    PrecisionOpInterface op = n.op;
+    for (OpResult r : op->getResults()) {
+      if (!isAmpFloat(r.getType()) || !op.isDataResult(r.getResultNumber()))
         continue;
       bool anyLow = false, anyF32 = false;
       for (OpOperand &use : r.getUses()) {

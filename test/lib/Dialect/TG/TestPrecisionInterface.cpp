@@ -41,6 +41,7 @@ struct ArithElementwiseModel
   bool isPrecisionSensitiveOperand(Operation *, unsigned) const {
     return false;
   }
+  bool isDataResult(Operation *, unsigned) const { return true; }
 };
 
 struct TestPrecisionInterfacePass

@@ -77,6 +77,14 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
                $_op.getOperandRole(index) == ::mp::tg::OperandRole::Data;
       }]>,
     InterfaceMethod<
+      "Whether result `index` is data, whose storage the mixed-precision "
+      "passes may change (not an updated parameter, optimizer state or "
+      "saved statistics).",
+      "bool", "isDataResult", (ins "unsigned":$index), [{}], [{
+        return ::llvm::isa<::mlir::FloatType>(::mlir::getElementTypeOrSelf(
+            $_op->getResult(index).getType()));
+      }]>,
+    InterfaceMethod<
       "The role of operand `index`.",
       "::mp::tg::OperandRole", "getOperandRole", (ins "unsigned":$index),
       [{}], [{

@@ -372,7 +372,7 @@ def TG_LogSoftmaxOp
 def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
     [AllShapesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>,
      AllTypesMatch<["mean", "rstd"]>, TG_IndependentResultStorage],
-    ["getOperandRole"]> {
+    ["getOperandRole", "isDataResult"]> {
   let summary = "layer normalisation, with saved statistics";
   let description = [{
     Normalises `input` over the dimensions `[axis, rank)`:
@@ -796,7 +796,7 @@ def TG_SgdUpdateOp : TG_ComputeOp<"sgd_update", "Deny", [
     AttrSizedOperandSegments, AllTypesMatch<["param", "new_param"]>,
     TG_FullPrecisionDataOperands,
     DeclareOpInterfaceMethods<TG_OptimizerOpInterface>],
-    ["getOperandRole"]> {
+    ["getOperandRole", "isDataResult"]> {
   let summary = "stochastic gradient descent update, optionally with momentum";
   let description = [{
     Returns the updated parameter (and momentum buffer), following
@@ -843,7 +843,7 @@ def TG_AdamUpdateOp : TG_ComputeOp<"adam_update", "Deny", [
                    "new_second_moment"]>,
     AllTypesMatch<["step", "new_step"]>, TG_FullPrecisionDataOperands,
     DeclareOpInterfaceMethods<TG_OptimizerOpInterface>],
-    ["getOperandRole"]> {
+    ["getOperandRole", "isDataResult"]> {
   let summary = "Adam update, optionally with decoupled weight decay (AdamW)";
   let description = [{
     Follows `torch.optim.Adam` / `AdamW`. `step` is this parameter's count
@@ -946,7 +946,8 @@ def TG_UnscaleGradsOp : TG_ComputeOp<"unscale_grads", "Deny", [],
 
 def TG_UpdateLossScaleOp : TG_ComputeOp<"update_loss_scale", "Deny", [
     AllTypesMatch<["scale", "new_scale"]>,
-    AllTypesMatch<["good_steps", "new_good_steps"]>], ["getOperandRole"]> {
+    AllTypesMatch<["good_steps", "new_good_steps"]>],
+    ["getOperandRole", "isDataResult"]> {
   let summary = "dynamic loss-scale update";
   let description = [{
     The update of `torch.amp.GradScaler`: if `found_inf`, the scale is
