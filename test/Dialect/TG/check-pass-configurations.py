@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Runs the mixed-precision passes in many configurations over IR files.
+
+usage: check-pass-configurations.py MP_OPT FILE...
+
+Every run must either succeed or fail with a diagnostic (exit 1) that is not
+a verifier failure of the pass's own output; no run may crash. Prints one
+line per file and a closing count.
+"""
+
+import re
+import subprocess
+import sys
+
+CONFIGS = [
+    "--tg-auto-mixed-precision",
+    "--tg-auto-mixed-precision=compute-type=bf16",
+    "--tg-auto-mixed-precision=level=force-all",
+    "--tg-auto-mixed-precision=level=force-all compute-type=bf16",
+    "--tg-auto-mixed-precision=level=infer-as-deny",
+    "--tg-auto-mixed-precision=change-signature=true",
+    "--tg-auto-mixed-precision=target=sm_75 compute-type=bf16",
+    "--tg-mixed-precision",
+    "--tg-mixed-precision=compute-type=bf16 loss-scaling=static",
+    "--tg-mixed-precision=level=force-all",
+]
+# Errors the passes may legitimately report on some inputs.
+EXPECTED = re.compile(r"tg-insert-loss-scaling: (a training step needs|the "
+                      r"result of an optimizer update)")
+
+
+def main():
+    tool, files = sys.argv[1], sys.argv[2:]
+    bad = 0
+    for path in files:
+        problems = []
+        for config in CONFIGS:
+            r = subprocess.run([tool, path, "--split-input-file", config,
+                                "-o", "/dev/null"], capture_output=True,
+                               text=True, timeout=120)
+            crashed = r.returncode < 0 or "Stack dump" in r.stderr
+            invalid = r.returncode != 0 and not EXPECTED.search(r.stderr)
+            if crashed or invalid:
+                first = next((l for l in r.stderr.splitlines()
+                              if "error" in l), r.stderr[:200])
+                problems.append(f"{config}: {first}")
+        bad += bool(problems)
+        name = path.rsplit("/", 1)[-1]
+        print(f"{name}: " + ("ok" if not problems else
+                             "FAIL\n  " + "\n  ".join(problems)))
+    print(f"{len(files) - bad} passed, {bad} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
