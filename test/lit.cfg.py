@@ -35,10 +35,6 @@ tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = ["mp-opt", "mlir-opt", "mp-runtime-tests"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
-# The slow embedding test builds a separate CMake project.
-if os.environ.get("MP_SKIP_SLOW_TESTS"):
-    config.available_features.add("skip-slow")
-
 # The mlir-opt plugin exists where a shared libMLIR was found.
 if os.path.exists(os.path.join(config.mp_obj_root, "lib", "MPPlugin.so")):
     config.available_features.add("mlir-opt-plugin")

@@ -18,7 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <cmath>
 
@@ -171,10 +171,15 @@ struct TGInsertLossScalingPass
       seed.set(scaled);
     }
 
-    // One unscale-and-check over all gradients, then the updates.
-    llvm::SetVector<Value> grads;
-    for (OptimizerOpInterface u : updates)
-      grads.insert(u.getGradOperand().get());
+    // One unscale-and-check over all gradients (each once), then the
+    // updates; `position` maps a gradient to its unscaled result.
+    SmallVector<Value> grads;
+    DenseMap<Value, unsigned> position;
+    for (OptimizerOpInterface u : updates) {
+      Value g = u.getGradOperand().get();
+      if (position.try_emplace(g, grads.size()).second)
+        grads.push_back(g);
+    }
     for (OptimizerOpInterface u : updates)
       u->moveBefore(terminator);
     b.setInsertionPoint(updates.front());
@@ -183,12 +188,11 @@ struct TGInsertLossScalingPass
     types.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 1)));
     auto unscale = UnscaleGradsOp::create(
         b, NameLoc::get(StringAttr::get(ctx, "amp.unscale"), fn.getLoc()),
-        types, grads.getArrayRef(), scale, /*compute=*/nullptr);
+        types, grads, scale, /*compute=*/nullptr);
     Value foundInf = unscale.getFoundInf();
     for (OptimizerOpInterface u : updates) {
-      auto it = llvm::find(grads, u.getGradOperand().get());
-      u.getGradOperand().set(
-          unscale.getUnscaled()[std::distance(grads.begin(), it)]);
+      OpOperand &grad = u.getGradOperand();
+      grad.set(unscale.getUnscaled()[position.lookup(grad.get())]);
       u.setSkipPredicate(foundInf);
     }
 

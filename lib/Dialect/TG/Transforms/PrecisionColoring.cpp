@@ -669,7 +669,6 @@ std::string Colouring::renderRule(const Node &n) const {
 
 void Colouring::describe(FunctionOpInterface fn, FunctionReport &report,
                          bool describeOps) {
-  FloatType low = this->low;
   for (auto [i, n] : llvm::enumerate(nodes)) {
     report.lowPrecisionOps += allow[i];
     if (!describeOps)
