@@ -10,6 +10,7 @@ module {
       %head_w: tensor<128x10xf32> {tg.param = "head.weight"},
       %head_b: tensor<10xf32> {tg.param = "head.bias"})
       -> (tensor<f32> {tg.loss},
+      tensor<32x10xf32> {tg.output = "logits"},
       tensor<64x128xf32> {tg.update = "fc1.weight"},
       tensor<128xf32> {tg.update = "fc1.bias"},
       tensor<128x10xf32> {tg.update = "head.weight"},
@@ -36,6 +37,6 @@ module {
     %fc1_bias_new = tg.sgd_update %fc1_b, %d_fc1_b {lr = 0.1 : f32} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32> loc("fc1.bias.sgd")
     %head_weight_new = tg.sgd_update %head_w, %d_head_w {lr = 0.1 : f32} : (tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32> loc("head.weight.sgd")
     %head_bias_new = tg.sgd_update %head_b, %d_head_b {lr = 0.1 : f32} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32> loc("head.bias.sgd")
-    return %loss, %fc1_weight_new, %fc1_bias_new, %head_weight_new, %head_bias_new : tensor<f32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>
+    return %loss, %logits, %fc1_weight_new, %fc1_bias_new, %head_weight_new, %head_bias_new : tensor<f32>, tensor<32x10xf32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>
   }
 }

@@ -39,8 +39,11 @@ class Step:
         self.results = []  # (ssa value, type, attribute text)
         self.ops = 0
 
-    def arg(self, name, ty, role, label):
-        self.args.append((name, ty, f'{{tg.{role} = "{label}"}}'))
+    def arg(self, name, ty, role, label, init=None):
+        attrs = f'tg.{role} = "{label}"'
+        if init is not None:
+            attrs = f"tg.init = dense<{init}> : {ty}, {attrs}"
+        self.args.append((name, ty, f"{{{attrs}}}"))
         return f"%{name}"
 
     def op(self, result, text, loc):
@@ -191,6 +194,7 @@ def gen_mlp(a):
 
     s.comment("SGD update.")
     s.result("%loss", tensor([]), "{tg.loss}")
+    s.result("%logits", tensor([b, a.classes]), '{tg.output = "logits"}')
     for name, w, bias, din, dout in params:
         gw, gb = grads[name]
         sgd(s, f"{name}.weight", w, gw, [din, dout], a.momentum, a.lr)
@@ -215,7 +219,10 @@ def gen_transformer(a):
     params = []  # (name, ssa, shape)
 
     def param(name, shape):
-        v = s.arg(name.replace(".", "_"), tensor(shape), "param", name)
+        # Layer-norm scales start at one; the runner initialises the rest.
+        init = "1.0" if name.endswith("ln1.scale") or name.endswith(
+            "ln2.scale") else None
+        v = s.arg(name.replace(".", "_"), tensor(shape), "param", name, init)
         params.append((name, v, shape))
         return v
 
@@ -410,6 +417,7 @@ def gen_transformer(a):
 
     s.comment("Adam update.")
     s.result("%loss", tensor([]), "{tg.loss}")
+    s.result("%logits", tensor([B, S, V]), '{tg.output = "logits"}')
     for name, v, shape in params:
         adam(s, name, v, grads[name], shape, a.lr)
     return s

@@ -1,5 +1,5 @@
 module {
-  func.func @mlp_step(%arg0: tensor<32x64xf32> {tg.input = "x"}, %arg1: tensor<32xi32> {tg.label = "labels"}, %arg2: tensor<64x128xf32> {tg.param = "fc1.weight"}, %arg3: tensor<128xf32> {tg.param = "fc1.bias"}, %arg4: tensor<128x10xf32> {tg.param = "head.weight"}, %arg5: tensor<10xf32> {tg.param = "head.bias"}) -> (tensor<f32> {tg.loss}, tensor<64x128xf32> {tg.update = "fc1.weight"}, tensor<128xf32> {tg.update = "fc1.bias"}, tensor<128x10xf32> {tg.update = "head.weight"}, tensor<10xf32> {tg.update = "head.bias"}) attributes {tg.train_step} {
+  func.func @mlp_step(%arg0: tensor<32x64xf32> {tg.input = "x"}, %arg1: tensor<32xi32> {tg.label = "labels"}, %arg2: tensor<64x128xf32> {tg.param = "fc1.weight"}, %arg3: tensor<128xf32> {tg.param = "fc1.bias"}, %arg4: tensor<128x10xf32> {tg.param = "head.weight"}, %arg5: tensor<10xf32> {tg.param = "head.bias"}) -> (tensor<f32> {tg.loss}, tensor<32x10xf32> {tg.output = "logits"}, tensor<64x128xf32> {tg.update = "fc1.weight"}, tensor<128xf32> {tg.update = "fc1.bias"}, tensor<128x10xf32> {tg.update = "head.weight"}, tensor<10xf32> {tg.update = "head.bias"}) attributes {tg.train_step} {
     %0 = tg.cast %arg4 : tensor<128x10xf32> to tensor<128x10xf16>
     %1 = tg.cast %arg3 : tensor<128xf32> to tensor<128xf16>
     %2 = tg.cast %arg2 : tensor<64x128xf32> to tensor<64x128xf16>
@@ -22,7 +22,7 @@ module {
     %new_param_0 = tg.sgd_update %arg3, %17 {lr = 1.000000e-01 : f32} : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
     %new_param_1 = tg.sgd_update %arg4, %12 {lr = 1.000000e-01 : f32} : (tensor<128x10xf32>, tensor<128x10xf32>) -> tensor<128x10xf32>
     %new_param_2 = tg.sgd_update %arg5, %13 {lr = 1.000000e-01 : f32} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
-    return %9, %new_param, %new_param_0, %new_param_1, %new_param_2 : tensor<f32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>
+    return %9, %8, %new_param, %new_param_0, %new_param_1, %new_param_2 : tensor<f32>, tensor<32x10xf32>, tensor<64x128xf32>, tensor<128xf32>, tensor<128x10xf32>, tensor<10xf32>
   }
 }
 

@@ -14,7 +14,7 @@
 // DYN-LABEL: func @sgd
 // DYN-SAME: %[[S:[^:]*]]: tensor<f32> {tg.init = dense<6.553600e+04> : tensor<f32>, tg.state = "amp.loss_scale"}
 // DYN-SAME: %[[N:[^:]*]]: tensor<i64> {tg.init = dense<0> : tensor<i64>, tg.state = "amp.good_steps"}
-// DYN-SAME: tensor<f32> {tg.update = "amp.loss_scale"}, tensor<i64> {tg.update = "amp.good_steps"})
+// DYN-SAME: tensor<f32> {tg.update = "amp.loss_scale"}, tensor<i64> {tg.update = "amp.good_steps"}, tensor<i1> {tg.output = "amp.found_inf"})
 // DYN: %[[SEED:.*]] = tg.constant dense<1.000000e+00>
 // DYN: %[[SCALED:.*]] = tg.apply_loss_scale %[[SEED]], %[[S]]
 // DYN: tg.softmax_cross_entropy_grad %[[SCALED]],
@@ -22,7 +22,7 @@
 // DYN: tg.sgd_update %{{.*}}, %[[U]]#0 skip_if(%[[INF]]) {lr = 1.000000e-01 : f32}
 // DYN: tg.sgd_update %{{.*}}, %[[U]]#1 skip_if(%[[INF]]) {lr = 1.000000e-01 : f32}
 // DYN: %[[S1:.*]], %[[N1:.*]] = tg.update_loss_scale %[[S]], %[[N]], %[[INF]] :
-// DYN: return %{{.*}}, %{{.*}}, %{{.*}}, %[[S1]], %[[N1]]
+// DYN: return %{{.*}}, %{{.*}}, %{{.*}}, %[[S1]], %[[N1]], %[[INF]] :
 
 // A static scale is a constant; there is no state and no update.
 // STATIC-LABEL: func @sgd
@@ -31,6 +31,8 @@
 // STATIC: tg.apply_loss_scale %{{.*}}, %[[S]]
 // STATIC: tg.unscale_grads {{.*}} by %[[S]]
 // STATIC-NOT: tg.update_loss_scale
+// STATIC: return {{.*}}, %[[INF:.*]] :
+// STATIC-SAME: tensor<i1>
 
 // NONE-LABEL: func @sgd
 // NONE-NOT: tg.apply_loss_scale

@@ -59,9 +59,10 @@ mp::tg::getTrainStepSignature(FunctionOpInterface fn, bool emitErrors) {
       arg = StepArgument{role, name.getValue(), std::nullopt};
     }
     if (arg && fn.getArgAttr(i, TGDialect::kInitAttr) &&
-        arg->role != ArgRole::State)
+        arg->role != ArgRole::State && arg->role != ArgRole::Param)
       return fail("argument #" + Twine(i) +
-                  " has tg.init, which only tg.state arguments may have");
+                  " has tg.init, which only tg.param and tg.state arguments "
+                  "may have");
     if (!arg)
       return fail("argument #" + Twine(i) +
                   " has no role; give it one of tg.param, tg.state, "

@@ -220,6 +220,16 @@ struct TGInsertLossScalingPass
       terminator->insertOperands(terminator->getNumOperands(),
                                  update.getResults());
     }
+    // The skip predicate is also an output, so the runtime can count skipped
+    // steps without a host round trip inside the step.
+    unsigned r = fn.getNumResults();
+    if (failed(fn.insertResult(
+            r, foundInf.getType(),
+            DictionaryAttr::get(
+                ctx, {NamedAttribute(TGDialect::kOutputAttr,
+                                     StringAttr::get(ctx, "amp.found_inf"))}))))
+      return failure();
+    terminator->insertOperands(terminator->getNumOperands(), foundInf);
     return success();
   }
 

@@ -1,0 +1,893 @@
+//===- TGToRuntime.cpp - tg ops to runtime calls --------------------------===//
+//
+// Lowers functions of tg ops to functions of memrefs that call the mp
+// runtime (runtime/include/mp/Runtime/MPCompiled.h).
+//
+// A training step is one straight-line block, so the conversion is a single
+// walk in program order rather than a pattern rewrite: it needs the order to
+// decide where buffers die and which updates may run in place, which a
+// greedy rewrite does not preserve. Before the walk a plan assigns each
+// value its buffer:
+//   - function arguments keep theirs;
+//   - a result of the function is produced directly in its destination (the
+//     updated argument's buffer, or a destination argument appended to the
+//     signature) when the producing op may write there: either the argument
+//     it replaces is dead by then, or the op is an in-place optimizer/loss
+//     scale update of exactly that argument and its last reader;
+//   - everything else is a fresh `memref.alloc`, freed after its last use.
+// Results that could not be produced in place are copied at the end, into
+// destination arguments first and then into updated arguments, so a copy
+// never reads a buffer that was already overwritten.
+//
+// Each op becomes one call whose operand is an argument block on the stack,
+// built inside a `memref.alloca_scope` so the stack is reused across calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Conversion/Passes.h"
+
+#include "mp/Dialect/TG/IR/TGInterfaces.h"
+#include "mp/Dialect/TG/IR/TGOps.h"
+#include "mp/Dialect/TG/IR/TrainStep.h"
+#include "mp/Runtime/MPCompiled.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mp {
+#define GEN_PASS_DEF_CONVERTTGTORUNTIME
+#include "mp/Conversion/Passes.h.inc"
+} // namespace mp
+
+using namespace mlir;
+using namespace mp;
+using namespace mp::tg;
+
+namespace {
+
+/// The runtime's code for `type`, or nothing for a type it cannot store.
+std::optional<mpElementType> getElementCode(Type type) {
+  if (type.isF32())
+    return MP_F32;
+  if (type.isF16())
+    return MP_F16;
+  if (type.isBF16())
+    return MP_BF16;
+  if (type.isF64())
+    return MP_F64;
+  if (type.isInteger(32))
+    return MP_I32;
+  if (type.isInteger(64))
+    return MP_I64;
+  if (type.isInteger(1))
+    return MP_I1;
+  return std::nullopt;
+}
+
+/// Checks that the runtime can hold `type`; emits on `op` otherwise.
+LogicalResult checkRuntimeType(Operation *op, Type type, StringRef what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return op->emitError() << what << " must be a statically shaped tensor, "
+                           << "got " << type;
+  if (tensor.getRank() > MP_MAX_RANK)
+    return op->emitError() << what << " has rank " << tensor.getRank()
+                           << ", above the runtime's maximum of "
+                           << MP_MAX_RANK;
+  if (!getElementCode(tensor.getElementType()))
+    return op->emitError() << what << " has element type "
+                           << tensor.getElementType()
+                           << ", which the runtime does not support";
+  return success();
+}
+
+MemRefType toMemRef(Type tensor) {
+  auto t = cast<RankedTensorType>(tensor);
+  return MemRefType::get(t.getShape(), t.getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// Argument blocks
+//===----------------------------------------------------------------------===//
+
+/// Collects the words of one argument block and emits the call passing it.
+class CallBuilder {
+public:
+  CallBuilder(OpBuilder &builder, Location loc, int64_t site)
+      : b(builder), loc(loc) {
+    scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+    Block *body = b.createBlock(&scope.getBodyRegion());
+    b.setInsertionPointToEnd(body);
+    i(site);
+  }
+
+  void i(int64_t value) {
+    words.push_back(arith::ConstantIntOp::create(b, loc, value, 64));
+  }
+  void ints(ArrayRef<int64_t> values) {
+    for (int64_t v : values)
+      i(v);
+  }
+  void f(double value) { i(llvm::bit_cast<int64_t>(value)); }
+  void type(Type t) { i(*getElementCode(t)); }
+  void tensor(Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    words.push_back(pointerWord(memref));
+    type_(type.getElementType());
+    i(type.getRank());
+    ints(type.getShape());
+  }
+
+  /// Emits `func.call @mprt_<entry>(block)`, declaring it when needed, and
+  /// leaves the builder after the scope.
+  void call(StringRef entry, ModuleOp module) {
+    MLIRContext *ctx = b.getContext();
+    auto i64 = b.getI64Type();
+    auto blockType = MemRefType::get({static_cast<int64_t>(words.size())}, i64);
+    Value block = memref::AllocaOp::create(b, loc, blockType);
+    for (auto [k, word] : llvm::enumerate(words)) {
+      Value index = arith::ConstantIndexOp::create(b, loc, k);
+      memref::StoreOp::create(b, loc, word, block, index);
+    }
+    Value address = pointerWord(block);
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, address);
+    std::string name = ("mprt_" + entry).str();
+    if (!module.lookupSymbol<func::FuncOp>(name)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto decl = func::FuncOp::create(b, module.getLoc(), name,
+                                       b.getFunctionType({ptrType}, {}));
+      decl.setPrivate();
+    }
+    func::CallOp::create(b, loc, name, TypeRange{}, ValueRange{ptr});
+    memref::AllocaScopeReturnOp::create(b, loc);
+    b.setInsertionPointAfter(scope);
+  }
+
+private:
+  void type_(Type t) { type(t); }
+  Value pointerWord(Value memref) {
+    Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  }
+
+  OpBuilder &b;
+  Location loc;
+  memref::AllocaScopeOp scope;
+  SmallVector<Value> words;
+};
+
+//===----------------------------------------------------------------------===//
+// The conversion of one function
+//===----------------------------------------------------------------------===//
+
+/// For an in-place capable op, the operand whose buffer result #`result` may
+/// reuse.
+Value getInPlaceOperand(Operation *op, unsigned result) {
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](SgdUpdateOp u) -> Value {
+        return result == 0 ? u.getParam() : u.getMomentumBuffer();
+      })
+      .Case([&](AdamUpdateOp u) -> Value {
+        Value operands[] = {u.getParam(), u.getFirstMoment(),
+                            u.getSecondMoment(), u.getStep()};
+        return operands[result];
+      })
+      .Case([&](UpdateLossScaleOp u) -> Value {
+        return result == 0 ? u.getScale() : u.getGoodSteps();
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+class FunctionLowering {
+public:
+  FunctionLowering(func::FuncOp fn, ModuleOp module)
+      : fn(fn), module(module), b(fn.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult check();
+  void plan();
+  LogicalResult emit(Operation *op, int64_t site);
+  Value bufferFor(Value tensor);
+  Value operand(Value tensor) { return buffers.lookup(tensor); }
+  /// The memref result #`r` of the old function ends up in.
+  Value resultBuffer(unsigned r) {
+    if (std::optional<unsigned> arg = updatedArgument(r))
+      return buffers.lookup(body->getArgument(*arg));
+    return destinations.lookup(r);
+  }
+  std::optional<unsigned> updatedArgument(unsigned r) const {
+    if (!signature)
+      return std::nullopt;
+    return signature->results[r].updates;
+  }
+  void freeDead(Operation *op, int64_t position);
+  void emitCopy(Value from, Value to, int64_t site) {
+    CallBuilder call(b, fn.getLoc(), site);
+    call.tensor(from);
+    call.tensor(to);
+    call.call("copy", module);
+  }
+
+  func::FuncOp fn;
+  ModuleOp module;
+  OpBuilder b;
+  Block *body = nullptr;
+  func::ReturnOp ret;
+  std::optional<TrainStepSignature> signature;
+
+  /// Program position of every op; the return is last.
+  DenseMap<Operation *, int64_t> position;
+  /// Position of the last op reading each value.
+  DenseMap<Value, int64_t> lastUse;
+  /// Values produced directly in the buffer of a result (by result index).
+  DenseMap<Value, unsigned> producedFor;
+  /// Results written by a copy at the end of the step.
+  SmallVector<unsigned> copiedResults;
+  /// Memrefs of values that exist so far.
+  DenseMap<Value, Value> buffers;
+  /// Allocations to free, by the value they hold.
+  llvm::MapVector<Value, Value> owned;
+  /// Destination arguments of the new signature, per result index.
+  DenseMap<unsigned, Value> destinations;
+  int64_t constantCount = 0;
+};
+
+LogicalResult FunctionLowering::check() {
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError()
+           << "convert-tg-to-runtime needs a function with one block";
+  body = &fn.getBody().front();
+  ret = dyn_cast<func::ReturnOp>(body->getTerminator());
+  if (!ret)
+    return fn.emitError() << "function must end in func.return";
+  for (auto [k, type] : llvm::enumerate(fn.getArgumentTypes()))
+    if (failed(checkRuntimeType(fn, type, "argument #" + std::to_string(k))))
+      return failure();
+  for (auto [k, type] : llvm::enumerate(fn.getResultTypes()))
+    if (failed(checkRuntimeType(fn, type, "result #" + std::to_string(k))))
+      return failure();
+  for (Operation &op : body->without_terminator()) {
+    if (!isa<TGDialect>(op.getDialect()))
+      return op.emitError() << "convert-tg-to-runtime cannot lower '"
+                            << op.getName() << "'";
+    for (Type type : op.getResultTypes())
+      if (failed(checkRuntimeType(&op, type, "result")))
+        return failure();
+  }
+  if (isTrainStep(fn)) {
+    auto sig = getTrainStepSignature(fn);
+    if (failed(sig))
+      return failure();
+    signature = std::move(*sig);
+  }
+  return success();
+}
+
+void FunctionLowering::plan() {
+  int64_t p = 0;
+  for (Operation &op : *body) {
+    position[&op] = p;
+    for (Value v : op.getOperands())
+      lastUse[v] = p;
+    ++p;
+  }
+
+  SmallVector<unsigned> copiedUpdates;
+  for (auto [r, value] : llvm::enumerate(ret.getOperands())) {
+    std::optional<unsigned> arg = updatedArgument(r);
+    if (arg && value == body->getArgument(*arg))
+      continue; // unchanged: nothing to write
+    Operation *def = value.getDefiningOp();
+    bool canPlace = def && !isa<ConstantOp>(def) && !producedFor.count(value);
+    if (canPlace && arg) {
+      // Writing into the argument's buffer is safe once nothing reads the
+      // argument any more, or when the op itself is the in-place update of
+      // exactly that argument and its last reader.
+      Value target = body->getArgument(*arg);
+      int64_t defPosition = position[def];
+      auto it = lastUse.find(target);
+      int64_t targetLastUse = it == lastUse.end() ? -1 : it->second;
+      canPlace = targetLastUse < defPosition ||
+                 (targetLastUse == defPosition &&
+                  getInPlaceOperand(def, cast<OpResult>(value)
+                                             .getResultNumber()) == target &&
+                  llvm::count(def->getOperands(), target) == 1);
+    }
+    if (canPlace)
+      producedFor[value] = r;
+    else if (arg)
+      copiedUpdates.push_back(r);
+    else
+      copiedResults.push_back(r);
+  }
+  // Destinations are never read, so copying into them first leaves every
+  // source intact for the copies into updated arguments.
+  llvm::append_range(copiedResults, copiedUpdates);
+}
+
+Value FunctionLowering::bufferFor(Value tensor) {
+  auto it = producedFor.find(tensor);
+  if (it != producedFor.end())
+    return resultBuffer(it->second);
+  Value alloc =
+      memref::AllocOp::create(b, tensor.getLoc(), toMemRef(tensor.getType()));
+  owned[tensor] = alloc;
+  return alloc;
+}
+
+void FunctionLowering::freeDead(Operation *op, int64_t p) {
+  auto freeIfDead = [&](Value v, bool unused) {
+    auto it = owned.find(v);
+    if (it == owned.end() || (!unused && lastUse.lookup(v) != p))
+      return;
+    memref::DeallocOp::create(b, op->getLoc(), it->second);
+    owned.erase(it);
+  };
+  for (Value v : op->getOperands())
+    freeIfDead(v, false);
+  for (Value v : op->getResults())
+    freeIfDead(v, v.use_empty());
+}
+
+LogicalResult FunctionLowering::run() {
+  if (failed(check()))
+    return failure();
+  plan();
+
+  // The new signature: memrefs, then one destination per result that is not
+  // an update.
+  MLIRContext *ctx = fn.getContext();
+  unsigned numArgs = fn.getNumArguments();
+  SmallVector<Type> argTypes;
+  for (Type t : fn.getArgumentTypes())
+    argTypes.push_back(toMemRef(t));
+  SmallVector<unsigned> destinationResults;
+  for (auto [r, type] : llvm::enumerate(fn.getResultTypes())) {
+    if (updatedArgument(r))
+      continue;
+    destinationResults.push_back(r);
+    argTypes.push_back(toMemRef(type));
+  }
+
+  // Build the new body in a fresh block, then swap it in.
+  auto newBody = std::make_unique<Block>();
+  for (auto [k, t] : llvm::enumerate(argTypes))
+    newBody->addArgument(t, k < numArgs ? body->getArgument(k).getLoc()
+                                        : fn.getLoc());
+  for (unsigned k = 0; k < numArgs; ++k)
+    buffers[body->getArgument(k)] = newBody->getArgument(k);
+  for (auto [k, r] : llvm::enumerate(destinationResults))
+    destinations[r] = newBody->getArgument(numArgs + k);
+
+  b.setInsertionPointToStart(newBody.get());
+  for (Operation &op : body->without_terminator()) {
+    int64_t p = position[&op];
+    if (failed(emit(&op, p)))
+      return failure();
+    freeDead(&op, p);
+  }
+
+  // Results that could not be produced in place. A source that is an
+  // argument overwritten by an earlier copy is snapshot first.
+  int64_t site = position[ret];
+  DenseSet<Value> overwritten;
+  for (unsigned r : copiedResults)
+    if (updatedArgument(r))
+      overwritten.insert(resultBuffer(r));
+  SmallVector<std::pair<Value, Value>> copies;
+  for (unsigned r : copiedResults) {
+    Value source = buffers.lookup(ret.getOperand(r));
+    Value dest = resultBuffer(r);
+    if (source == dest)
+      continue;
+    if (overwritten.contains(source)) {
+      Value snapshot = memref::AllocOp::create(
+          b, fn.getLoc(), cast<MemRefType>(source.getType()));
+      emitCopy(source, snapshot, site);
+      owned[snapshot] = snapshot;
+      source = snapshot;
+    }
+    copies.push_back({source, dest});
+  }
+  for (auto [source, dest] : copies)
+    emitCopy(source, dest, site);
+  for (auto &entry : owned)
+    memref::DeallocOp::create(b, fn.getLoc(), entry.second);
+  func::ReturnOp::create(b, ret.getLoc());
+
+  // Attributes: tg.* become mp.* so that the tg dialect's signature checks
+  // do not apply to the memref function; destination arguments carry the
+  // attributes of their result and its index as `mp.result`.
+  auto renamed = [&](DictionaryAttr dict) {
+    SmallVector<NamedAttribute> attrs;
+    if (dict)
+      for (NamedAttribute a : dict) {
+        StringRef name = a.getName().getValue();
+        if (name.consume_front("tg."))
+          attrs.push_back(NamedAttribute(
+              StringAttr::get(ctx, "mp." + name.str()), a.getValue()));
+        else
+          attrs.push_back(a);
+      }
+    return attrs;
+  };
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned k = 0; k < numArgs; ++k)
+    argAttrs.push_back(DictionaryAttr::get(ctx, renamed(fn.getArgAttrDict(k))));
+  for (unsigned r : destinationResults) {
+    SmallVector<NamedAttribute> attrs = renamed(fn.getResultAttrDict(r));
+    attrs.push_back(NamedAttribute(StringAttr::get(ctx, "mp.result"),
+                                   b.getI64IntegerAttr(r)));
+    argAttrs.push_back(DictionaryAttr::get(ctx, attrs));
+  }
+
+  for (Operation &op : llvm::reverse(*body))
+    op.dropAllReferences();
+  fn.getBody().front().erase();
+  fn.getBody().push_back(newBody.release());
+  fn.setFunctionType(FunctionType::get(ctx, argTypes, {}));
+  fn.setAllArgAttrs(argAttrs);
+  fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+  if (fn->hasAttr(TGDialect::kTrainStepAttr)) {
+    fn->removeAttr(TGDialect::kTrainStepAttr);
+    fn->setAttr("mp.train_step", UnitAttr::get(ctx));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Per-op emission
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+Type computeOf(OpTy op) {
+  return cast<PrecisionOpInterface>(op.getOperation()).getComputeType();
+}
+
+LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
+  Location loc = op->getLoc();
+  // Buffers for the results, in order.
+  SmallVector<Value> out;
+  if (!isa<ConstantOp>(op))
+    for (Value r : op->getResults())
+      out.push_back(bufferFor(r));
+  auto record = [&]() {
+    for (auto [r, m] : llvm::zip(op->getResults(), out))
+      buffers[r] = m;
+  };
+  auto binary = [&](mpBinaryKind kind, Value lhs, Value rhs, Type compute) {
+    CallBuilder c(b, loc, site);
+    c.i(kind);
+    c.type(compute);
+    c.tensor(operand(lhs));
+    c.tensor(operand(rhs));
+    c.tensor(out[0]);
+    c.call("binary", module);
+  };
+  auto unary = [&](mpUnaryKind kind, Value in, Type compute) {
+    CallBuilder c(b, loc, site);
+    c.i(kind);
+    c.type(compute);
+    c.tensor(operand(in));
+    c.tensor(out[0]);
+    c.call("unary", module);
+  };
+  auto activationGrad = [&](mpActivationGradKind kind, Value dy, Value saved,
+                            Type compute) {
+    CallBuilder c(b, loc, site);
+    c.i(kind);
+    c.type(compute);
+    c.tensor(operand(dy));
+    c.tensor(operand(saved));
+    c.tensor(out[0]);
+    c.call("activation_grad", module);
+  };
+  auto softmax = [&](bool log, int64_t axis, Value in, Type compute) {
+    CallBuilder c(b, loc, site);
+    c.i(log);
+    c.i(axis);
+    c.type(compute);
+    c.tensor(operand(in));
+    c.tensor(out[0]);
+    c.call("softmax", module);
+  };
+  auto softmaxGrad = [&](bool log, int64_t axis, Value dy, Value y,
+                         Type compute) {
+    CallBuilder c(b, loc, site);
+    c.i(log);
+    c.i(axis);
+    c.type(compute);
+    c.tensor(operand(dy));
+    c.tensor(operand(y));
+    c.tensor(out[0]);
+    c.call("softmax_grad", module);
+  };
+  auto reduce = [&](mpReduceKind kind, auto r) {
+    CallBuilder c(b, loc, site);
+    c.i(kind);
+    c.type(computeOf(r));
+    c.i(r.getAxes().size());
+    c.ints(r.getAxes());
+    c.tensor(operand(r.getInput()));
+    c.tensor(out[0]);
+    c.call("reduce", module);
+  };
+  auto tensors = [&](StringRef entry, ValueRange ins) {
+    CallBuilder c(b, loc, site);
+    for (Value v : ins)
+      c.tensor(operand(v));
+    for (Value m : out)
+      c.tensor(m);
+    c.call(entry, module);
+  };
+  auto computeTensors = [&](StringRef entry, Type compute, ValueRange ins) {
+    CallBuilder c(b, loc, site);
+    c.type(compute);
+    for (Value v : ins)
+      c.tensor(operand(v));
+    for (Value m : out)
+      c.tensor(m);
+    c.call(entry, module);
+  };
+
+  LogicalResult result =
+      TypeSwitch<Operation *, LogicalResult>(op)
+          // Elementwise.
+          .Case([&](AddOp o) {
+            binary(MP_ADD, o.getLhs(), o.getRhs(), computeOf(o));
+            return success();
+          })
+          .Case([&](SubOp o) {
+            binary(MP_SUB, o.getLhs(), o.getRhs(), computeOf(o));
+            return success();
+          })
+          .Case([&](MulOp o) {
+            binary(MP_MUL, o.getLhs(), o.getRhs(), computeOf(o));
+            return success();
+          })
+          .Case([&](DivOp o) {
+            binary(MP_DIV, o.getLhs(), o.getRhs(), computeOf(o));
+            return success();
+          })
+          .Case([&](MaximumOp o) {
+            binary(MP_MAXIMUM, o.getLhs(), o.getRhs(), computeOf(o));
+            return success();
+          })
+          .Case([&](MinimumOp o) {
+            binary(MP_MINIMUM, o.getLhs(), o.getRhs(), computeOf(o));
+            return success();
+          })
+          .Case([&](ApplyLossScaleOp o) {
+            binary(MP_MUL, o.getInput(), o.getScale(), computeOf(o));
+            return success();
+          })
+          .Case([&](NegOp o) {
+            unary(MP_NEG, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](ReluOp o) {
+            unary(MP_RELU, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](TanhOp o) {
+            unary(MP_TANH, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](SigmoidOp o) {
+            unary(MP_SIGMOID, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](ExpOp o) {
+            unary(MP_EXP, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](LogOp o) {
+            unary(MP_LOG, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](SqrtOp o) {
+            unary(MP_SQRT, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](RsqrtOp o) {
+            unary(MP_RSQRT, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](SquareOp o) {
+            unary(MP_SQUARE, o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](GeluOp o) {
+            unary(o.getTanhApprox() ? MP_GELU_TANH : MP_GELU, o.getInput(),
+                  computeOf(o));
+            return success();
+          })
+          .Case([&](ReluGradOp o) {
+            activationGrad(MP_RELU_GRAD, o.getGrad(), o.getSaved(),
+                           computeOf(o));
+            return success();
+          })
+          .Case([&](TanhGradOp o) {
+            activationGrad(MP_TANH_GRAD, o.getGrad(), o.getSaved(),
+                           computeOf(o));
+            return success();
+          })
+          .Case([&](SigmoidGradOp o) {
+            activationGrad(MP_SIGMOID_GRAD, o.getGrad(), o.getSaved(),
+                           computeOf(o));
+            return success();
+          })
+          .Case([&](GeluGradOp o) {
+            activationGrad(o.getTanhApprox() ? MP_GELU_TANH_GRAD
+                                             : MP_GELU_GRAD,
+                           o.getGrad(), o.getSaved(), computeOf(o));
+            return success();
+          })
+          // Softmax, reductions, losses.
+          .Case([&](SoftmaxOp o) {
+            softmax(false, o.getAxis(), o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](LogSoftmaxOp o) {
+            softmax(true, o.getAxis(), o.getInput(), computeOf(o));
+            return success();
+          })
+          .Case([&](SoftmaxGradOp o) {
+            softmaxGrad(false, o.getAxis(), o.getGrad(), o.getOutput(),
+                        computeOf(o));
+            return success();
+          })
+          .Case([&](LogSoftmaxGradOp o) {
+            softmaxGrad(true, o.getAxis(), o.getGrad(), o.getOutput(),
+                        computeOf(o));
+            return success();
+          })
+          .Case([&](ReduceSumOp o) {
+            reduce(MP_REDUCE_SUM, o);
+            return success();
+          })
+          .Case([&](ReduceMeanOp o) {
+            reduce(MP_REDUCE_MEAN, o);
+            return success();
+          })
+          .Case([&](ReduceMaxOp o) {
+            reduce(MP_REDUCE_MAX, o);
+            return success();
+          })
+          .Case([&](SoftmaxCrossEntropyOp o) {
+            computeTensors("softmax_cross_entropy", computeOf(o),
+                           {o.getLogits(), o.getLabels()});
+            return success();
+          })
+          .Case([&](SoftmaxCrossEntropyGradOp o) {
+            computeTensors("softmax_cross_entropy_grad", computeOf(o),
+                           {o.getLossGrad(), o.getLogits(), o.getLabels()});
+            return success();
+          })
+          .Case([&](MseLossOp o) {
+            computeTensors("mse_loss", computeOf(o),
+                           {o.getPrediction(), o.getTarget()});
+            return success();
+          })
+          .Case([&](MseLossGradOp o) {
+            computeTensors("mse_loss_grad", computeOf(o),
+                           {o.getLossGrad(), o.getPrediction(),
+                            o.getTarget()});
+            return success();
+          })
+          .Case([&](LayerNormOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getAxis());
+            c.f(o.getEpsilon().convertToFloat());
+            c.type(computeOf(o));
+            for (Value v : {o.getInput(), o.getScale(), o.getBias()})
+              c.tensor(operand(v));
+            for (Value m : out)
+              c.tensor(m);
+            c.call("layer_norm", module);
+            return success();
+          })
+          .Case([&](LayerNormGradOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getAxis());
+            c.type(computeOf(o));
+            for (Value v : {o.getGrad(), o.getInput(), o.getScale(),
+                            o.getMean(), o.getRstd()})
+              c.tensor(operand(v));
+            for (Value m : out)
+              c.tensor(m);
+            c.call("layer_norm_grad", module);
+            return success();
+          })
+          // Data movement.
+          .Case([&](GatherOp o) {
+            tensors("gather", {o.getTable(), o.getIds()});
+            return success();
+          })
+          .Case([&](GatherGradOp o) {
+            computeTensors("gather_grad", computeOf(o),
+                           {o.getGrad(), o.getIds()});
+            return success();
+          })
+          .Case([&](TransposeOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getPermutation().size());
+            c.ints(o.getPermutation());
+            c.tensor(operand(o.getInput()));
+            c.tensor(out[0]);
+            c.call("transpose", module);
+            return success();
+          })
+          .Case([&](ReshapeOp o) {
+            tensors("copy", {o.getInput()});
+            return success();
+          })
+          .Case([&](CastOp o) {
+            tensors("copy", {o.getInput()});
+            return success();
+          })
+          .Case([&](BroadcastToOp o) {
+            tensors("broadcast", {o.getInput()});
+            return success();
+          })
+          .Case([&](ConcatOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getAxis());
+            c.i(o.getInputs().size());
+            for (Value v : o.getInputs())
+              c.tensor(operand(v));
+            c.tensor(out[0]);
+            c.call("concat", module);
+            return success();
+          })
+          .Case([&](SliceOp o) {
+            CallBuilder c(b, loc, site);
+            int64_t rank = o.getOffsets().size();
+            c.i(rank);
+            c.ints(o.getOffsets());
+            if (auto strides = o.getStrides())
+              c.ints(*strides);
+            else
+              c.ints(SmallVector<int64_t>(rank, 1));
+            c.tensor(operand(o.getInput()));
+            c.tensor(out[0]);
+            c.call("slice", module);
+            return success();
+          })
+          .Case([&](ConstantOp o) -> LogicalResult {
+            auto type = toMemRef(o.getType());
+            std::string name;
+            do {
+              name = "__tg_constant_" + std::to_string(constantCount++);
+            } while (module.lookupSymbol(name));
+            {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPointToEnd(module.getBody());
+              memref::GlobalOp::create(b, loc, name,
+                                       b.getStringAttr("private"), type,
+                                       cast<Attribute>(o.getValue()),
+                                       /*constant=*/true,
+                                       /*alignment=*/b.getI64IntegerAttr(64));
+            }
+            Value global = memref::GetGlobalOp::create(b, loc, type, name);
+            out.push_back(global);
+            // A returned constant is copied into its destination at the end.
+            return success();
+          })
+          .Case([&](MatmulOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getTransposeLhs());
+            c.i(o.getTransposeRhs());
+            c.type(computeOf(o));
+            c.tensor(operand(o.getLhs()));
+            c.tensor(operand(o.getRhs()));
+            c.tensor(out[0]);
+            c.call("matmul", module);
+            return success();
+          })
+          // Loss scaling and optimizers.
+          .Case([&](UnscaleGradsOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getGrads().size());
+            c.tensor(operand(o.getScale()));
+            c.tensor(out.back());
+            for (Value v : o.getGrads())
+              c.tensor(operand(v));
+            for (Value m : ArrayRef<Value>(out).drop_back())
+              c.tensor(m);
+            c.call("unscale_grads", module);
+            return success();
+          })
+          .Case([&](UpdateLossScaleOp o) {
+            CallBuilder c(b, loc, site);
+            c.f(o.getGrowthFactor().convertToFloat());
+            c.f(o.getBackoffFactor().convertToFloat());
+            c.i(o.getGrowthInterval());
+            c.f(o.getMinScale() ? o.getMinScale()->convertToFloat() : 0.0);
+            c.f(o.getMaxScale() ? o.getMaxScale()->convertToFloat() : 0.0);
+            for (Value v : {o.getScale(), o.getGoodSteps(), o.getFoundInf()})
+              c.tensor(operand(v));
+            for (Value m : out)
+              c.tensor(m);
+            c.call("update_loss_scale", module);
+            return success();
+          })
+          .Case([&](SgdUpdateOp o) {
+            CallBuilder c(b, loc, site);
+            c.f(o.getLr().convertToFloat());
+            c.f(o.getMomentum().convertToFloat());
+            c.f(o.getWeightDecay().convertToFloat());
+            c.i(o.getNesterov());
+            c.i(o.getMomentumBuffer() != nullptr);
+            c.i(o.getSkipIf() != nullptr);
+            c.tensor(operand(o.getParam()));
+            c.tensor(operand(o.getGrad()));
+            if (o.getMomentumBuffer())
+              c.tensor(operand(o.getMomentumBuffer()));
+            if (o.getSkipIf())
+              c.tensor(operand(o.getSkipIf()));
+            for (Value m : out)
+              c.tensor(m);
+            c.call("sgd_update", module);
+            return success();
+          })
+          .Case([&](AdamUpdateOp o) {
+            CallBuilder c(b, loc, site);
+            c.f(o.getLr().convertToFloat());
+            c.f(o.getBeta1().convertToFloat());
+            c.f(o.getBeta2().convertToFloat());
+            c.f(o.getEpsilon().convertToFloat());
+            c.f(o.getWeightDecay().convertToFloat());
+            c.i(o.getSkipIf() != nullptr);
+            for (Value v : {o.getParam(), o.getGrad(), o.getFirstMoment(),
+                            o.getSecondMoment(), o.getStep()})
+              c.tensor(operand(v));
+            if (o.getSkipIf())
+              c.tensor(operand(o.getSkipIf()));
+            for (Value m : out)
+              c.tensor(m);
+            c.call("adam_update", module);
+            return success();
+          })
+          .Default([&](Operation *) {
+            return op->emitError() << "convert-tg-to-runtime has no lowering "
+                                      "for '"
+                                   << op->getName() << "'";
+          });
+  if (failed(result))
+    return failure();
+  record();
+  return success();
+}
+
+struct ConvertTGToRuntime
+    : public mp::impl::ConvertTGToRuntimeBase<ConvertTGToRuntime> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // Every function with a body that still has tensors or tg ops.
+    SmallVector<func::FuncOp> functions;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      auto isTensor = llvm::IsaPred<TensorType>;
+      bool hasTG = llvm::any_of(fn.getBody().getOps(), [](Operation &op) {
+        return isa<TGDialect>(op.getDialect());
+      });
+      if (hasTG || llvm::any_of(fn.getArgumentTypes(), isTensor) ||
+          llvm::any_of(fn.getResultTypes(), isTensor))
+        functions.push_back(fn);
+    }
+    for (func::FuncOp fn : functions)
+      if (failed(FunctionLowering(fn, module).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
