@@ -1,0 +1,113 @@
+//===- CompiledStep.h - a training step compiled for the runtime -*- C++ -*-===//
+//
+// Takes a module with a tg training step through the mixed-precision
+// pipeline (optional) and tg-lower-to-llvm, then either JIT-compiles it with
+// MLIR's ExecutionEngine or writes an object file and a C header for
+// ahead-of-time use. The signature is read after the mixed-precision passes,
+// which add state (the loss scale) and outputs (the skip predicate).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_LIB_RUNNER_COMPILEDSTEP_H
+#define MP_LIB_RUNNER_COMPILEDSTEP_H
+
+#include "HostTensor.h"
+
+#include "mp/Dialect/TG/IR/TrainStep.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+}
+
+namespace mp::runner {
+
+/// How to run the mixed-precision pipeline: `off`, `f16` or `bf16`, plus
+/// tg-mixed-precision options ("loss-scaling=dynamic growth-interval=3").
+struct AmpConfig {
+  std::string mode = "off";
+  std::string options;
+};
+
+struct StepTensor {
+  std::string name;
+  mpElementType type;
+  std::vector<int64_t> shape;
+};
+
+struct StepArgument : StepTensor {
+  tg::ArgRole role;
+  /// `tg.init`, if given.
+  mlir::DenseElementsAttr init;
+};
+
+struct StepResult : StepTensor {
+  tg::StepResult::Kind kind;
+  /// For updates: the argument index.
+  std::optional<unsigned> updates;
+};
+
+/// The step's calling convention after lowering: the arguments, then one
+/// destination per result that is not an update.
+struct StepSignature {
+  std::string entry;
+  std::vector<StepArgument> arguments;
+  std::vector<StepResult> results;
+  std::vector<unsigned> destinations; // result indices, in argument order
+  unsigned lossResult = 0;
+
+  std::optional<unsigned> findArgument(llvm::StringRef name) const;
+  std::optional<unsigned> findOutput(llvm::StringRef name) const;
+};
+
+/// Finds the training step to run: `entry` when given, else the only
+/// function marked tg.train_step. Emits a diagnostic on failure.
+mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,
+                                                  llvm::StringRef entry);
+
+/// Runs the mixed-precision pipeline and tg-lower-to-llvm on `module` (in
+/// place) and returns the signature of the step. Diagnostics go to the
+/// context's handler.
+mlir::FailureOr<StepSignature> lowerStep(mlir::ModuleOp module,
+                                         llvm::StringRef entry,
+                                         const AmpConfig &amp);
+
+/// A JIT-compiled step.
+class CompiledStep {
+public:
+  ~CompiledStep();
+  /// Compiles the lowered `module` (from lowerStep).
+  static llvm::Expected<std::unique_ptr<CompiledStep>>
+  create(mlir::ModuleOp module, StepSignature signature, unsigned optLevel);
+
+  const StepSignature &signature() const { return sig; }
+  /// Runs one step on one buffer per argument and destination; reports
+  /// runtime errors.
+  llvm::Error run(llvm::ArrayRef<void *> buffers);
+
+private:
+  CompiledStep() = default;
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  StepSignature sig;
+};
+
+/// Writes the lowered `module` as an object file for the host.
+llvm::Error emitObjectFile(mlir::ModuleOp module, llvm::StringRef path);
+
+/// Writes a C header declaring the compiled step and describing its
+/// arguments (names, roles, types, shapes, initial values).
+llvm::Error emitHeader(const StepSignature &signature, llvm::StringRef path,
+                       llvm::StringRef source);
+
+} // namespace mp::runner
+
+#endif // MP_LIB_RUNNER_COMPILEDSTEP_H

@@ -1,0 +1,265 @@
+//===- Dataset.cpp - training data for mp-runner --------------------------===//
+
+#include "Dataset.h"
+
+#include "mp/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+using namespace mp;
+using namespace mp::runner;
+using llvm::createStringError;
+
+void Dataset::fillBatch(const std::map<unsigned, HostTensor> &split,
+                        int64_t samples, int64_t index,
+                        std::vector<HostTensor> &arguments) const {
+  for (auto &[arg, all] : split) {
+    HostTensor &dst = arguments[arg];
+    int64_t batch = dst.shape.empty() ? 1 : dst.shape[0];
+    size_t rowBytes = dst.byteSize() / std::max<int64_t>(batch, 1);
+    auto *out = static_cast<char *>(dst.data());
+    const auto *in = static_cast<const char *>(all.data());
+    for (int64_t r = 0; r < batch; ++r) {
+      int64_t row = (index * batch + r) % samples;
+      std::memcpy(out + r * rowBytes, in + row * rowBytes, rowBytes);
+    }
+  }
+}
+
+ModelShape runner::inspectModel(func::FuncOp step) {
+  ModelShape shape;
+  step.walk([&](Operation *op) {
+    if (auto ce = dyn_cast<tg::SoftmaxCrossEntropyOp>(op))
+      shape.classes = ce.getLogits().getType().getShape().back();
+    if (auto gather = dyn_cast<tg::GatherOp>(op))
+      if (isa<BlockArgument>(gather.getIds()))
+        shape.vocabulary = gather.getTable().getType().getShape().front();
+  });
+  return shape;
+}
+
+namespace {
+
+/// A fixed random matrix [rows, cols] with N(0, 1/rows) entries.
+std::vector<double> randomMatrix(std::mt19937_64 &rng, int64_t rows,
+                                 int64_t cols) {
+  std::normal_distribution<double> normal(0.0, 1.0 / std::sqrt(double(rows)));
+  std::vector<double> m(rows * cols);
+  for (double &v : m)
+    v = normal(rng);
+  return m;
+}
+
+int64_t rowSize(const StepTensor &t) {
+  int64_t n = 1;
+  for (size_t d = 1; d < t.shape.size(); ++d)
+    n *= t.shape[d];
+  return n;
+}
+
+std::vector<int64_t> withSamples(const StepTensor &t, int64_t samples) {
+  std::vector<int64_t> shape = t.shape;
+  shape[0] = samples;
+  return shape;
+}
+
+} // namespace
+
+llvm::Expected<Dataset> runner::makeSyntheticDataset(
+    const StepSignature &sig, const ModelShape &model, uint64_t seed,
+    int64_t trainSamples, int64_t evalSamples) {
+  std::vector<unsigned> inputs, labels;
+  for (auto [k, a] : llvm::enumerate(sig.arguments)) {
+    if (a.role == tg::ArgRole::Input)
+      inputs.push_back(k);
+    if (a.role == tg::ArgRole::Label)
+      labels.push_back(k);
+  }
+  auto unsupported = [&](const char *why) {
+    return createStringError(
+        std::errc::invalid_argument,
+        "no built-in dataset fits this step (%s); give every input and label "
+        "with --data=<name>=<file.npy>",
+        why);
+  };
+  if (inputs.size() != 1 || labels.size() != 1)
+    return unsupported("it needs exactly one input and one label");
+  const StepArgument &x = sig.arguments[inputs[0]];
+  const StepArgument &y = sig.arguments[labels[0]];
+  if (x.shape.empty() || y.shape.empty() || x.shape[0] != y.shape[0])
+    return unsupported("input and label must share a leading batch dimension");
+  int64_t batch = x.shape[0];
+  trainSamples = std::max(batch, trainSamples / batch * batch);
+  evalSamples = std::max(batch, evalSamples / batch * batch);
+
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 12345);
+  Dataset data;
+  data.trainSamples = trainSamples;
+  data.evalSamples = evalSamples;
+  bool floatInput = x.type == MP_F32 || x.type == MP_F64 ||
+                    x.type == MP_F16 || x.type == MP_BF16;
+  bool intLabel = y.type == MP_I32 || y.type == MP_I64;
+
+  if (floatInput && intLabel && y.shape.size() == 1) {
+    // Classification by a random teacher network.
+    int64_t features = rowSize(x), hidden = 64, classes = model.classes;
+    if (classes < 2)
+      return unsupported("the class count could not be read off a "
+                         "tg.softmax_cross_entropy");
+    std::vector<double> w1 = randomMatrix(rng, features, hidden);
+    std::vector<double> w2 = randomMatrix(rng, hidden, classes);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<double> b1(hidden);
+    for (double &v : b1)
+      v = 0.5 * normal(rng);
+    auto make = [&](int64_t n, std::map<unsigned, HostTensor> &split) {
+      HostTensor xs(x.type, withSamples(x, n)), ys(y.type, {n});
+      std::vector<double> row(features), h(hidden);
+      for (int64_t s = 0; s < n; ++s) {
+        for (int64_t f = 0; f < features; ++f) {
+          row[f] = normal(rng);
+          xs.setFloat(s * features + f, row[f]);
+        }
+        for (int64_t j = 0; j < hidden; ++j) {
+          double acc = b1[j];
+          for (int64_t f = 0; f < features; ++f)
+            acc += row[f] * w1[f * hidden + j];
+          h[j] = std::max(acc, 0.0);
+        }
+        int64_t best = 0;
+        double bestValue = -INFINITY;
+        for (int64_t c = 0; c < classes; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < hidden; ++j)
+            acc += h[j] * w2[j * classes + c];
+          if (acc > bestValue) {
+            bestValue = acc;
+            best = c;
+          }
+        }
+        ys.setInt(s, best);
+      }
+      split[inputs[0]] = std::move(xs);
+      split[labels[0]] = std::move(ys);
+    };
+    make(trainSamples, data.train);
+    make(evalSamples, data.eval);
+    data.description = "synthetic classification: " + std::to_string(features) +
+                       " features, " + std::to_string(classes) +
+                       " classes from a random ReLU teacher";
+    return data;
+  }
+
+  if (!floatInput && intLabel && x.shape == y.shape && x.shape.size() == 2) {
+    // Previous-token prediction over a random token stream.
+    int64_t vocabulary = model.vocabulary, classes = model.classes;
+    if (vocabulary < 2 || classes < 2)
+      return unsupported("the vocabulary or class count could not be read "
+                         "off a tg.gather of the input and a "
+                         "tg.softmax_cross_entropy");
+    int64_t length = x.shape[1];
+    std::uniform_int_distribution<int64_t> token(0, vocabulary - 1);
+    auto make = [&](int64_t n, std::map<unsigned, HostTensor> &split) {
+      HostTensor xs(x.type, withSamples(x, n)), ys(y.type, withSamples(y, n));
+      for (int64_t s = 0; s < n; ++s)
+        for (int64_t t = 0; t < length; ++t) {
+          int64_t id = token(rng);
+          xs.setInt(s * length + t, id);
+          int64_t previous = t == 0 ? id : xs.getInt(s * length + t - 1);
+          ys.setInt(s * length + t, previous % classes);
+        }
+      split[inputs[0]] = std::move(xs);
+      split[labels[0]] = std::move(ys);
+    };
+    make(trainSamples, data.train);
+    make(evalSamples, data.eval);
+    data.description = "synthetic sequences: predict the previous token (" +
+                       std::to_string(vocabulary) + " tokens, length " +
+                       std::to_string(length) + ")";
+    return data;
+  }
+
+  if (floatInput && !intLabel && y.shape.size() == 2 && x.shape.size() == 2) {
+    int64_t features = x.shape[1], outputs = y.shape[1];
+    std::vector<double> a = randomMatrix(rng, features, outputs);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    auto make = [&](int64_t n, std::map<unsigned, HostTensor> &split) {
+      HostTensor xs(x.type, withSamples(x, n)), ys(y.type, withSamples(y, n));
+      for (int64_t s = 0; s < n; ++s) {
+        for (int64_t f = 0; f < features; ++f)
+          xs.setFloat(s * features + f, normal(rng));
+        for (int64_t o = 0; o < outputs; ++o) {
+          double acc = 0;
+          for (int64_t f = 0; f < features; ++f)
+            acc += xs.getFloat(s * features + f) * a[f * outputs + o];
+          ys.setFloat(s * outputs + o, std::tanh(acc));
+        }
+      }
+      split[inputs[0]] = std::move(xs);
+      split[labels[0]] = std::move(ys);
+    };
+    make(trainSamples, data.train);
+    make(evalSamples, data.eval);
+    data.description = "synthetic regression: tanh of a random linear map";
+    return data;
+  }
+  return unsupported("its inputs match none of the built-in tasks");
+}
+
+llvm::Expected<Dataset>
+runner::loadNpyDataset(const StepSignature &sig,
+                       llvm::ArrayRef<std::string> specs) {
+  Dataset data;
+  int64_t samples = -1;
+  for (const std::string &spec : specs) {
+    auto [name, path] = llvm::StringRef(spec).split('=');
+    if (path.empty())
+      return createStringError(std::errc::invalid_argument,
+                               "--data expects <name>=<file.npy>, got '%s'",
+                               spec.c_str());
+    std::optional<unsigned> arg = sig.findArgument(name);
+    if (!arg || (sig.arguments[*arg].role != tg::ArgRole::Input &&
+                 sig.arguments[*arg].role != tg::ArgRole::Label))
+      return createStringError(std::errc::invalid_argument,
+                               "--data: the step has no input or label named "
+                               "'%s'",
+                               name.str().c_str());
+    llvm::Expected<HostTensor> array = readNpy(path);
+    if (!array)
+      return array.takeError();
+    const StepArgument &a = sig.arguments[*arg];
+    HostTensor expected(a.type, a.shape);
+    bool shapeOk = array->type == a.type && !a.shape.empty() &&
+                   array->shape.size() == a.shape.size() &&
+                   std::equal(a.shape.begin() + 1, a.shape.end(),
+                              array->shape.begin() + 1) &&
+                   array->shape[0] >= a.shape[0];
+    if (!shapeOk)
+      return createStringError(
+          std::errc::invalid_argument,
+          "%s: holds %s, but '%s' needs %s with at least %lld samples",
+          path.str().c_str(), array->describe().c_str(), name.str().c_str(),
+          expected.describe().c_str(), (long long)a.shape[0]);
+    if (samples >= 0 && array->shape[0] != samples)
+      return createStringError(std::errc::invalid_argument,
+                               "%s: has %lld samples, other arrays %lld",
+                               path.str().c_str(),
+                               (long long)array->shape[0], (long long)samples);
+    samples = array->shape[0];
+    data.train[*arg] = std::move(*array);
+  }
+  for (auto [k, a] : llvm::enumerate(sig.arguments))
+    if ((a.role == tg::ArgRole::Input || a.role == tg::ArgRole::Label) &&
+        !data.train.count(k))
+      return createStringError(std::errc::invalid_argument,
+                               "--data: no array for '%s'", a.name.c_str());
+  data.eval = data.train;
+  data.trainSamples = data.evalSamples = samples;
+  data.description = "arrays from .npy files (" + std::to_string(samples) +
+                     " samples; evaluation on the same arrays)";
+  return data;
+}

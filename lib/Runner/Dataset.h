@@ -1,0 +1,68 @@
+//===- Dataset.h - training data for mp-runner ------------------*- C++ -*-===//
+//
+// A dataset holds, for every tg.input and tg.label argument of a step, a
+// training array and an evaluation array whose first dimension counts
+// samples and whose other dimensions match the argument without its batch
+// dimension. Batch `s` of training is rows [s*B, s*B + B) modulo the sample
+// count: a function of the step index alone, so a resumed run sees exactly
+// the data it would have seen.
+//
+// Built-in synthetic tasks (all generated from the seed):
+//   - classification: x ~ N(0, 1); the label is the argmax of a fixed random
+//     two-layer ReLU teacher network. Learnable by an MLP, not by a linear
+//     model alone.
+//   - sequences: token ids uniform in the vocabulary; the label at position
+//     t is the token at t - 1 (at 0, the token itself), modulo the classes:
+//     it needs attention to the previous position.
+//   - regression: x ~ N(0, 1), target = tanh(x A) for a fixed random A.
+// Or arrays from .npy files (then evaluation uses the training arrays).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_LIB_RUNNER_DATASET_H
+#define MP_LIB_RUNNER_DATASET_H
+
+#include "CompiledStep.h"
+
+#include <map>
+#include <random>
+
+namespace mp::runner {
+
+struct Dataset {
+  std::string description;
+  /// Per argument index: all samples.
+  std::map<unsigned, HostTensor> train, eval;
+  int64_t trainSamples = 0, evalSamples = 0;
+
+  /// Copies batch `index` of `split` into the argument buffers.
+  void fillBatch(const std::map<unsigned, HostTensor> &split, int64_t samples,
+                 int64_t index, std::vector<HostTensor> &arguments) const;
+  int64_t evalBatches(int64_t batch) const { return evalSamples / batch; }
+};
+
+/// What the synthetic tasks need to know about the model beyond the
+/// signature: the class count (from the logits of the loss) and the
+/// vocabulary (from the embedding table the inputs index).
+struct ModelShape {
+  int64_t classes = 0;
+  int64_t vocabulary = 0;
+};
+
+/// Reads the class and vocabulary counts off the (unlowered) step.
+ModelShape inspectModel(mlir::func::FuncOp step);
+
+/// A built-in synthetic dataset for `sig`, or an error saying why none fits.
+llvm::Expected<Dataset> makeSyntheticDataset(const StepSignature &sig,
+                                             const ModelShape &model,
+                                             uint64_t seed,
+                                             int64_t trainSamples,
+                                             int64_t evalSamples);
+
+/// A dataset from `name=path.npy` pairs, one per input and label.
+llvm::Expected<Dataset> loadNpyDataset(const StepSignature &sig,
+                                       llvm::ArrayRef<std::string> specs);
+
+} // namespace mp::runner
+
+#endif // MP_LIB_RUNNER_DATASET_H

@@ -1,0 +1,216 @@
+//===- Trainer.cpp - drives a compiled step -------------------------------===//
+
+#include "Trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+using namespace mp;
+using namespace mp::runner;
+using llvm::createStringError;
+
+static uint64_t fnv1a(const void *data, size_t size, uint64_t h) {
+  const auto *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+Trainer::Trainer(std::string label, std::unique_ptr<CompiledStep> step)
+    : name(std::move(label)), compiled(std::move(step)) {
+  const StepSignature &sig = compiled->signature();
+  for (const StepArgument &a : sig.arguments)
+    buffers.emplace_back(a.type, a.shape);
+  for (unsigned r : sig.destinations)
+    buffers.emplace_back(sig.results[r].type, sig.results[r].shape);
+  scaleArg = sig.findArgument("amp.loss_scale");
+  goodStepsArg = sig.findArgument("amp.good_steps");
+  foundInfResult = sig.findOutput("amp.found_inf");
+  logitsResult = sig.findOutput("logits");
+}
+
+bool Trainer::isPersistent(unsigned arg) const {
+  tg::ArgRole role = signature().arguments[arg].role;
+  return role == tg::ArgRole::Param || role == tg::ArgRole::State;
+}
+
+const HostTensor &Trainer::result(unsigned r) const {
+  const StepSignature &sig = signature();
+  auto it = llvm::find(sig.destinations, r);
+  return buffers[sig.arguments.size() + (it - sig.destinations.begin())];
+}
+
+void Trainer::initialize(uint64_t seed) {
+  for (auto [k, a] : llvm::enumerate(signature().arguments)) {
+    if (!isPersistent(k))
+      continue;
+    HostTensor &t = buffers[k];
+    if (a.init) {
+      int64_t i = 0;
+      bool isFloat = mlir::isa<mlir::FloatType>(a.init.getElementType());
+      if (a.init.isSplat()) {
+        double v = isFloat
+                       ? a.init.getSplatValue<llvm::APFloat>().convertToDouble()
+                       : double(a.init.getSplatValue<llvm::APInt>().getSExtValue());
+        for (; i < t.numElements(); ++i)
+          isFloat ? t.setFloat(i, v) : t.setInt(i, int64_t(v));
+      } else if (isFloat) {
+        for (const llvm::APFloat &v : a.init.getValues<llvm::APFloat>())
+          t.setFloat(i++, v.convertToDouble());
+      } else {
+        for (const llvm::APInt &v : a.init.getValues<llvm::APInt>())
+          t.setInt(i++, v.getSExtValue());
+      }
+      continue;
+    }
+    if (a.role != tg::ArgRole::Param || a.shape.size() < 2) {
+      std::fill(t.storage.begin(), t.storage.end(), 0);
+      continue;
+    }
+    // Seeded by the name, so variants of one model (FP32, AMP) start equal.
+    std::mt19937_64 rng(fnv1a(a.name.data(), a.name.size(),
+                              0xcbf29ce484222325ull ^ seed));
+    int64_t fanIn = t.numElements() / a.shape.back();
+    double bound = 1.0 / std::sqrt(double(fanIn));
+    std::uniform_real_distribution<double> uniform(-bound, bound);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.setFloat(i, uniform(rng));
+  }
+}
+
+uint64_t Trainer::weightsHash() const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (auto [k, a] : llvm::enumerate(signature().arguments))
+    if (isPersistent(k) && !llvm::StringRef(a.name).starts_with("amp."))
+      h = fnv1a(buffers[k].data(), buffers[k].byteSize(), h);
+  return h;
+}
+
+llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
+  data.fillBatch(data.train, data.trainSamples, index, buffers);
+  std::vector<void *> pointers;
+  for (HostTensor &t : buffers)
+    pointers.push_back(t.data());
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error err = compiled->run(pointers))
+    return std::move(err);
+  auto end = std::chrono::steady_clock::now();
+  StepRecord record;
+  record.step = index + 1;
+  record.milliseconds =
+      std::chrono::duration<double, std::milli>(end - start).count();
+  record.loss = result(signature().lossResult).getFloat(0);
+  if (scaleArg)
+    record.lossScale = buffers[*scaleArg].getFloat(0);
+  if (goodStepsArg)
+    record.goodSteps = buffers[*goodStepsArg].getInt(0);
+  if (foundInfResult)
+    record.skipped = result(*foundInfResult).getInt(0) != 0;
+  skipped += record.skipped;
+  record.skippedTotal = skipped;
+  record.weightsHash = weightsHash();
+  return record;
+}
+
+llvm::Expected<std::optional<double>>
+Trainer::evaluate(const Dataset &data) {
+  if (!logitsResult)
+    return std::optional<double>();
+  const StepSignature &sig = signature();
+  std::optional<unsigned> label;
+  for (auto [k, a] : llvm::enumerate(sig.arguments))
+    if (a.role == tg::ArgRole::Label)
+      label = k;
+  const HostTensor &logits = result(*logitsResult);
+  if (!label || logits.shape.empty() ||
+      buffers[*label].numElements() * logits.shape.back() !=
+          logits.numElements() ||
+      (buffers[*label].type != MP_I32 && buffers[*label].type != MP_I64))
+    return std::optional<double>();
+  std::vector<HostTensor> saved;
+  for (auto [k, a] : llvm::enumerate(sig.arguments))
+    if (isPersistent(k))
+      saved.push_back(buffers[k]);
+  int64_t correct = 0, total = 0;
+  int64_t classes = logits.shape.back();
+  int64_t batch = sig.arguments[*label].shape.front();
+  std::vector<void *> pointers;
+  for (HostTensor &t : buffers)
+    pointers.push_back(t.data());
+  for (int64_t b = 0, e = data.evalBatches(batch); b < e; ++b) {
+    data.fillBatch(data.eval, data.evalSamples, b, buffers);
+    if (llvm::Error err = compiled->run(pointers))
+      return std::move(err);
+    const HostTensor &labels = buffers[*label];
+    for (int64_t i = 0; i < labels.numElements(); ++i) {
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; ++c)
+        if (logits.getFloat(i * classes + c) > logits.getFloat(i * classes + best))
+          best = c;
+      correct += best == labels.getInt(i);
+      ++total;
+    }
+    // Evaluation must not train: restore parameters and state.
+    size_t s = 0;
+    for (unsigned k = 0; k < sig.arguments.size(); ++k)
+      if (isPersistent(k))
+        buffers[k] = saved[s++];
+    pointers.clear();
+    for (HostTensor &t : buffers)
+      pointers.push_back(t.data());
+  }
+  if (!total)
+    return std::optional<double>();
+  return std::optional<double>(100.0 * correct / total);
+}
+
+Checkpoint Trainer::checkpoint(int64_t step,
+                               std::map<std::string, std::string> metadata) const {
+  Checkpoint ckpt;
+  for (auto [k, a] : llvm::enumerate(signature().arguments))
+    if (isPersistent(k))
+      ckpt.tensors[a.name] = buffers[k];
+  ckpt.metadata = std::move(metadata);
+  ckpt.metadata["step"] = std::to_string(step);
+  ckpt.metadata["skipped_steps"] = std::to_string(skipped);
+  ckpt.metadata["entry"] = signature().entry;
+  return ckpt;
+}
+
+llvm::Expected<int64_t> Trainer::restore(const Checkpoint &ckpt,
+                                         llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &why) {
+    return createStringError(std::errc::invalid_argument, "%s: %s",
+                             path.str().c_str(), why.str().c_str());
+  };
+  auto entry = ckpt.metadata.find("entry");
+  if (entry == ckpt.metadata.end() || entry->second != signature().entry)
+    return fail("was written for step function '" +
+                (entry == ckpt.metadata.end() ? std::string("?")
+                                              : entry->second) +
+                "', not '" + signature().entry + "'");
+  int64_t step = 0;
+  auto stepIt = ckpt.metadata.find("step");
+  if (stepIt == ckpt.metadata.end() ||
+      llvm::StringRef(stepIt->second).getAsInteger(10, step) || step < 0)
+    return fail("has no valid 'step' in its metadata");
+  for (auto [k, a] : llvm::enumerate(signature().arguments)) {
+    if (!isPersistent(k))
+      continue;
+    auto it = ckpt.tensors.find(a.name);
+    if (it == ckpt.tensors.end())
+      return fail("has no tensor '" + a.name + "'");
+    if (it->second.type != buffers[k].type ||
+        it->second.shape != buffers[k].shape)
+      return fail("tensor '" + a.name + "' is " + it->second.describe() +
+                  ", the step needs " + buffers[k].describe());
+    buffers[k] = it->second;
+  }
+  auto skippedIt = ckpt.metadata.find("skipped_steps");
+  if (skippedIt != ckpt.metadata.end())
+    (void)llvm::StringRef(skippedIt->second).getAsInteger(10, skipped);
+  return step;
+}

@@ -1,0 +1,70 @@
+//===- Trainer.h - drives a compiled step -----------------------*- C++ -*-===//
+//
+// Owns the buffers of one compiled step (parameters, state, the batch and
+// the result destinations), initialises them, runs steps, evaluates, and
+// saves or restores checkpoints.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_LIB_RUNNER_TRAINER_H
+#define MP_LIB_RUNNER_TRAINER_H
+
+#include "CompiledStep.h"
+#include "Dataset.h"
+
+namespace mp::runner {
+
+struct StepRecord {
+  int64_t step = 0;
+  double loss = 0;
+  double lossScale = 1;    // 1 without loss scaling
+  int64_t goodSteps = -1;  // -1 without dynamic loss scaling
+  bool skipped = false;
+  int64_t skippedTotal = 0;
+  double milliseconds = 0;
+  uint64_t weightsHash = 0; // of parameters and optimizer state
+};
+
+class Trainer {
+public:
+  Trainer(std::string label, std::unique_ptr<CompiledStep> step);
+
+  const std::string &label() const { return name; }
+  const StepSignature &signature() const { return compiled->signature(); }
+
+  /// Parameters from tg.init, else seeded uniform in +-1/sqrt(fan-in) for
+  /// matrices and zeros for vectors; state from tg.init or zeros.
+  void initialize(uint64_t seed);
+
+  /// Runs training step `index` (0-based) on its batch.
+  llvm::Expected<StepRecord> step(int64_t index, const Dataset &data);
+
+  /// Accuracy in percent of the argmax of the `logits` output over the
+  /// evaluation split, or nothing when the step has no logits. Runs the
+  /// step on each batch and restores parameters and state afterwards.
+  llvm::Expected<std::optional<double>> evaluate(const Dataset &data);
+
+  Checkpoint checkpoint(int64_t step,
+                        std::map<std::string, std::string> metadata) const;
+  /// Restores parameters and state; returns the step to continue from.
+  llvm::Expected<int64_t> restore(const Checkpoint &ckpt,
+                                  llvm::StringRef path);
+
+  uint64_t weightsHash() const;
+  int64_t skippedSteps() const { return skipped; }
+
+private:
+  bool isPersistent(unsigned arg) const;
+  const HostTensor &result(unsigned r) const;
+
+  std::string name;
+  std::unique_ptr<CompiledStep> compiled;
+  /// Arguments, then destinations.
+  std::vector<HostTensor> buffers;
+  std::optional<unsigned> scaleArg, goodStepsArg, foundInfResult, logitsResult;
+  int64_t skipped = 0;
+};
+
+} // namespace mp::runner
+
+#endif // MP_LIB_RUNNER_TRAINER_H
