@@ -32,7 +32,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.mp_tools_dir, append_path=True)
 
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
-tools = ["mp-opt", "mlir-opt", "mp-runtime-tests"]
+tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-runner", "mp-compile"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The mlir-opt plugin exists where a shared libMLIR was found.

@@ -120,6 +120,13 @@ struct Run {
   std::optional<double> accuracy;
 };
 
+/// JSON has no infinities or NaNs: they become null.
+llvm::json::Value jsonNumber(double v) {
+  if (std::isfinite(v))
+    return v;
+  return nullptr;
+}
+
 std::string formatScale(const StepRecord &r) {
   return llvm::formatv("{0}", r.lossScale).str();
 }
@@ -241,7 +248,7 @@ public:
           *file << llvm::json::Value(llvm::json::Object{
                        {"run", run->label},
                        {"step", r.step},
-                       {"loss", r.loss},
+                       {"loss", jsonNumber(r.loss)},
                        {"loss_scale", r.lossScale},
                        {"good_steps", r.goodSteps},
                        {"skipped", r.skipped},
@@ -511,14 +518,14 @@ int mp::runnerMain(int argc, char **argv) {
     for (Run &run : runs) {
       llvm::json::Array losses, scales, skipped;
       for (const StepRecord &r : run.records) {
-        losses.push_back(r.loss);
+        losses.push_back(jsonNumber(r.loss));
         scales.push_back(r.lossScale);
         skipped.push_back(r.skipped);
       }
       llvm::json::Object entry{
           {"run", run.label},
           {"amp", run.amp},
-          {"final_loss", run.records.back().loss},
+          {"final_loss", jsonNumber(run.records.back().loss)},
           {"mean_step_ms", meanStepTime(run)},
           {"skipped_steps", run.records.back().skippedTotal},
           {"losses", std::move(losses)},

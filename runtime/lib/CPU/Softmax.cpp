@@ -236,10 +236,14 @@ extern "C" mpStatus mpMseLossGrad(const mpTensor *dloss,
   int64_t n = mpNumElements(prediction);
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
-    T scale = n ? a.div(a.mul(T(2), a.in(dloss, 0)), T(n)) : T(0);
+    // (p - t) * (2 / n) first, then the seed: a seed scaled close to the
+    // largest float (loss scaling) must not overflow through 2 * dloss.
+    T twoOverN = n ? a.div(T(2), T(n)) : T(0);
+    T seed = a.in(dloss, 0);
     for (int64_t i = 0; i < n; ++i)
       a.out(dprediction, i,
-            a.mul(scale, a.sub(a.in(prediction, i), a.in(target, i))));
+            a.mul(a.mul(a.sub(a.in(prediction, i), a.in(target, i)), twoOverN),
+                  seed));
   });
   return MP_OK;
 }
