@@ -232,18 +232,22 @@ runner::loadNpyDataset(const StepSignature &sig,
     if (!array)
       return array.takeError();
     const StepArgument &a = sig.arguments[*arg];
-    HostTensor expected(a.type, a.shape);
     bool shapeOk = array->type == a.type && !a.shape.empty() &&
                    array->shape.size() == a.shape.size() &&
                    std::equal(a.shape.begin() + 1, a.shape.end(),
                               array->shape.begin() + 1) &&
                    array->shape[0] >= a.shape[0];
-    if (!shapeOk)
+    if (!shapeOk) {
+      std::string want = std::string(elementTypeName(a.type)) + "[N";
+      for (size_t d = 1; d < a.shape.size(); ++d)
+        want += ", " + std::to_string(a.shape[d]);
+      want += "]";
       return createStringError(
           std::errc::invalid_argument,
-          "%s: holds %s, but '%s' needs %s with at least %lld samples",
+          "%s: holds %s, but '%s' needs %s with N >= %lld (its batch)",
           path.str().c_str(), array->describe().c_str(), name.str().c_str(),
-          expected.describe().c_str(), (long long)a.shape[0]);
+          want.c_str(), (long long)(a.shape.empty() ? 1 : a.shape[0]));
+    }
     if (samples >= 0 && array->shape[0] != samples)
       return createStringError(std::errc::invalid_argument,
                                "%s: has %lld samples, other arrays %lld",

@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -240,10 +241,12 @@ public:
       if (file) {
         std::string hash = llvm::formatv("{0:x16}", r.weightsHash).str();
         if (csv)
-          *file << llvm::formatv("{0},{1},{2},{3},{4},{5},{6},{7},{8}\n",
-                                 run->label, r.step, r.loss, r.lossScale,
-                                 r.goodSteps, int(r.skipped), r.skippedTotal,
-                                 r.milliseconds, hash);
+          *file << run->label << ","
+                << llvm::format("%lld,%.9g,%.9g,%lld,%d,%lld,%.6f,",
+                                (long long)r.step, r.loss, r.lossScale,
+                                (long long)r.goodSteps, int(r.skipped),
+                                (long long)r.skippedTotal, r.milliseconds)
+                << hash << "\n";
         else
           *file << llvm::json::Value(llvm::json::Object{
                        {"run", run->label},
