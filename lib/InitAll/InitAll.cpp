@@ -7,6 +7,7 @@
 #include "mp/Dialect/TG/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -17,7 +18,8 @@ void mp::registerAllDialects(mlir::DialectRegistry &registry) {
   // The dialects of lowered steps, so that every stage can be printed and
   // read back.
   registry.insert<mp::tg::TGDialect, mlir::arith::ArithDialect,
-                  mlir::func::FuncDialect, mlir::LLVM::LLVMDialect,
+                  mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+                  mlir::LLVM::LLVMDialect,
                   mlir::memref::MemRefDialect>();
 }
 
