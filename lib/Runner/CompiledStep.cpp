@@ -282,6 +282,8 @@ llvm::Error runner::emitHeader(const StepSignature &sig, llvm::StringRef path,
          << "(mpElementType)" << int(t.type) << ", " << t.shape.size() << ", {";
       for (size_t d = 0; d < t.shape.size(); ++d)
         os << (d ? ", " : "") << t.shape[d];
+      if (t.shape.empty())
+        os << "0";
       os << "}, ";
       if (init) {
         if (!init.isSplat())
