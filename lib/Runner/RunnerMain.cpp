@@ -200,6 +200,59 @@ void writeSvg(llvm::raw_ostream &os, llvm::ArrayRef<Run> runs,
   os << "</svg>\n";
 }
 
+/// The loss curves as a text chart: one column per group of steps (the
+/// group's mean), `*` for the first run, `o` for the second, `#` where they
+/// share a cell.
+void printChart(llvm::raw_ostream &os, llvm::ArrayRef<Run> runs) {
+  const int width = 64, height = 12;
+  std::vector<std::vector<double>> columns;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const Run &run : runs) {
+    std::vector<double> col(width, NAN);
+    size_t n = run.records.size();
+    for (int c = 0; c < width && n; ++c) {
+      size_t begin = c * n / width, end = std::max(begin + 1, (c + 1) * n / width);
+      double sum = 0;
+      int count = 0;
+      for (size_t k = begin; k < end && k < n; ++k)
+        if (std::isfinite(run.records[k].loss)) {
+          sum += run.records[k].loss;
+          ++count;
+        }
+      if (count) {
+        col[c] = sum / count;
+        lo = std::min(lo, col[c]);
+        hi = std::max(hi, col[c]);
+      }
+    }
+    columns.push_back(std::move(col));
+  }
+  if (!(lo < hi))
+    return;
+  std::vector<std::string> grid(height, std::string(width, ' '));
+  const char marks[] = {'*', 'o'};
+  for (size_t r = 0; r < columns.size() && r < 2; ++r)
+    for (int c = 0; c < width; ++c) {
+      if (!std::isfinite(columns[r][c]))
+        continue;
+      int row = int(std::lround((hi - columns[r][c]) / (hi - lo) * (height - 1)));
+      char &cell = grid[row][c];
+      cell = cell == ' ' ? marks[r] : '#';
+    }
+  os << "loss (" << runs[0].label << " *";
+  if (runs.size() > 1)
+    os << ", " << runs[1].label << " o, both #";
+  os << ")\n";
+  for (int row = 0; row < height; ++row) {
+    double v = hi - (hi - lo) * row / (height - 1);
+    os << llvm::format("%8.3f |", v) << grid[row] << "\n";
+  }
+  os << "         +" << std::string(width, '-') << "\n";
+  os << llvm::format("          step %-10lld", (long long)runs[0].records.front().step)
+     << std::string(width - 30, ' ')
+     << llvm::format("%10lld\n", (long long)runs[0].records.back().step);
+}
+
 class Logger {
 public:
   Logger(const Options &o, llvm::ArrayRef<Run *> runs, int64_t first)
@@ -476,6 +529,10 @@ int mp::runnerMain(int argc, char **argv) {
   }
 
   llvm::outs() << "\n";
+  if (o.compare) {
+    printChart(llvm::outs(), runs);
+    llvm::outs() << "\n";
+  }
   for (Run &run : runs) {
     const StepRecord &last = run.records.back();
     llvm::outs() << llvm::formatv("{0,5}: final loss {1:f6}", run.label,
