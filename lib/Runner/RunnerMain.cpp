@@ -280,6 +280,8 @@ public:
   }
 
   void header() {
+    if (terminal)
+      return;
     llvm::outs() << llvm::formatv("{0,6}", "step");
     for (Run *run : runs)
       llvm::outs() << llvm::formatv("  {0,12}  {1,10}  {2,8}  {3,9}",
@@ -316,8 +318,10 @@ public:
     }
     bool last = step == o.steps;
     if (terminal) {
+      // One line, redrawn: a progress bar and the latest values.
       const int width = 30;
-      int filled = int(width * (step - first) / std::max<int64_t>(1, o.steps - first));
+      int filled = int(width * (step - first) /
+                       std::max<int64_t>(1, o.steps - first));
       std::string bar(filled, '#');
       bar.resize(width, '.');
       llvm::outs() << "\r[" << bar << "] " << step << "/" << o.steps;
@@ -327,31 +331,27 @@ public:
                                       run->label, r.loss, formatScale(r),
                                       r.skippedTotal);
       }
-      llvm::outs() << "   ";
-      if (last)
-        llvm::outs() << "\n";
+      llvm::outs() << (last ? "\n" : "   ");
       llvm::outs().flush();
-      if (step % every != 0 && !last)
-        return;
-      if (!last)
-        return;
+      return;
     }
-    if (!terminal && (step % every == 0 || last || step == first + 1)) {
-      llvm::outs() << llvm::formatv("{0,6}", step);
-      for (Run *run : runs) {
-        const StepRecord &r = run->records.back();
-        double mean = 0;
-        int64_t n = 0;
-        for (auto it = run->records.rbegin();
-             it != run->records.rend() && n < every; ++it, ++n)
-          mean += it->milliseconds;
-        llvm::outs() << llvm::formatv("  {0,12:f6}  {1,10}  {2,8}  {3,9:f3}",
-                                      r.loss, formatScale(r), r.skippedTotal,
-                                      mean / std::max<int64_t>(n, 1));
-      }
-      llvm::outs() << "\n";
-      llvm::outs().flush();
+    if (step % every != 0 && !last && step != first + 1)
+      return;
+    llvm::outs() << llvm::formatv("{0,6}", step);
+    for (Run *run : runs) {
+      const StepRecord &r = run->records.back();
+      // The mean step time since the previous line.
+      double mean = 0;
+      int64_t n = 0;
+      for (auto it = run->records.rbegin();
+           it != run->records.rend() && n < every; ++it, ++n)
+        mean += it->milliseconds;
+      llvm::outs() << llvm::formatv("  {0,12:f6}  {1,10}  {2,8}  {3,9:f3}",
+                                    r.loss, formatScale(r), r.skippedTotal,
+                                    mean / std::max<int64_t>(n, 1));
     }
+    llvm::outs() << "\n";
+    llvm::outs().flush();
   }
 
 private:

@@ -105,7 +105,12 @@ public:
   }
 
   void i(int64_t value) {
-    words.push_back(arith::ConstantIntOp::create(b, loc, value, 64));
+    // Blocks repeat small values (ranks, type codes, dimensions): one
+    // constant per value and block keeps the IR readable.
+    Value &constant = constants[value];
+    if (!constant)
+      constant = arith::ConstantIntOp::create(b, loc, value, 64);
+    words.push_back(constant);
   }
   void ints(ArrayRef<int64_t> values) {
     for (int64_t v : values)
@@ -116,7 +121,7 @@ public:
   void tensor(Value memref) {
     auto type = cast<MemRefType>(memref.getType());
     words.push_back(pointerWord(memref));
-    type_(type.getElementType());
+    this->type(type.getElementType());
     i(type.getRank());
     ints(type.getShape());
   }
@@ -149,7 +154,6 @@ public:
   }
 
 private:
-  void type_(Type t) { type(t); }
   Value pointerWord(Value memref) {
     Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
@@ -159,6 +163,7 @@ private:
   Location loc;
   memref::AllocaScopeOp scope;
   SmallVector<Value> words;
+  DenseMap<int64_t, Value> constants;
 };
 
 //===----------------------------------------------------------------------===//
