@@ -451,6 +451,32 @@ LogicalResult FunctionLowering::run() {
 // Per-op emission
 //===----------------------------------------------------------------------===//
 
+/// The runtime's kind code of each elementwise op.
+mpBinaryKind kindOf(AddOp) { return MP_ADD; }
+mpBinaryKind kindOf(SubOp) { return MP_SUB; }
+mpBinaryKind kindOf(MulOp) { return MP_MUL; }
+mpBinaryKind kindOf(DivOp) { return MP_DIV; }
+mpBinaryKind kindOf(MaximumOp) { return MP_MAXIMUM; }
+mpBinaryKind kindOf(MinimumOp) { return MP_MINIMUM; }
+mpUnaryKind kindOf(NegOp) { return MP_NEG; }
+mpUnaryKind kindOf(ReluOp) { return MP_RELU; }
+mpUnaryKind kindOf(TanhOp) { return MP_TANH; }
+mpUnaryKind kindOf(SigmoidOp) { return MP_SIGMOID; }
+mpUnaryKind kindOf(ExpOp) { return MP_EXP; }
+mpUnaryKind kindOf(LogOp) { return MP_LOG; }
+mpUnaryKind kindOf(SqrtOp) { return MP_SQRT; }
+mpUnaryKind kindOf(RsqrtOp) { return MP_RSQRT; }
+mpUnaryKind kindOf(SquareOp) { return MP_SQUARE; }
+mpUnaryKind kindOf(GeluOp op) {
+  return op.getTanhApprox() ? MP_GELU_TANH : MP_GELU;
+}
+mpActivationGradKind kindOf(ReluGradOp) { return MP_RELU_GRAD; }
+mpActivationGradKind kindOf(TanhGradOp) { return MP_TANH_GRAD; }
+mpActivationGradKind kindOf(SigmoidGradOp) { return MP_SIGMOID_GRAD; }
+mpActivationGradKind kindOf(GeluGradOp op) {
+  return op.getTanhApprox() ? MP_GELU_TANH_GRAD : MP_GELU_GRAD;
+}
+
 template <typename OpTy>
 Type computeOf(OpTy op) {
   return cast<PrecisionOpInterface>(op.getOperation()).getComputeType();
@@ -545,96 +571,26 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
   LogicalResult result =
       TypeSwitch<Operation *, LogicalResult>(op)
           // Elementwise.
-          .Case([&](AddOp o) {
-            binary(MP_ADD, o.getLhs(), o.getRhs(), computeOf(o));
-            return success();
-          })
-          .Case([&](SubOp o) {
-            binary(MP_SUB, o.getLhs(), o.getRhs(), computeOf(o));
-            return success();
-          })
-          .Case([&](MulOp o) {
-            binary(MP_MUL, o.getLhs(), o.getRhs(), computeOf(o));
-            return success();
-          })
-          .Case([&](DivOp o) {
-            binary(MP_DIV, o.getLhs(), o.getRhs(), computeOf(o));
-            return success();
-          })
-          .Case([&](MaximumOp o) {
-            binary(MP_MAXIMUM, o.getLhs(), o.getRhs(), computeOf(o));
-            return success();
-          })
-          .Case([&](MinimumOp o) {
-            binary(MP_MINIMUM, o.getLhs(), o.getRhs(), computeOf(o));
-            return success();
-          })
+          .Case<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp>(
+              [&](auto o) {
+                binary(kindOf(o), o.getLhs(), o.getRhs(), computeOf(o));
+                return success();
+              })
           .Case([&](ApplyLossScaleOp o) {
             binary(MP_MUL, o.getInput(), o.getScale(), computeOf(o));
             return success();
           })
-          .Case([&](NegOp o) {
-            unary(MP_NEG, o.getInput(), computeOf(o));
+          .Case<NegOp, ReluOp, TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp,
+                RsqrtOp, SquareOp, GeluOp>([&](auto o) {
+            unary(kindOf(o), o.getInput(), computeOf(o));
             return success();
           })
-          .Case([&](ReluOp o) {
-            unary(MP_RELU, o.getInput(), computeOf(o));
-            return success();
-          })
-          .Case([&](TanhOp o) {
-            unary(MP_TANH, o.getInput(), computeOf(o));
-            return success();
-          })
-          .Case([&](SigmoidOp o) {
-            unary(MP_SIGMOID, o.getInput(), computeOf(o));
-            return success();
-          })
-          .Case([&](ExpOp o) {
-            unary(MP_EXP, o.getInput(), computeOf(o));
-            return success();
-          })
-          .Case([&](LogOp o) {
-            unary(MP_LOG, o.getInput(), computeOf(o));
-            return success();
-          })
-          .Case([&](SqrtOp o) {
-            unary(MP_SQRT, o.getInput(), computeOf(o));
-            return success();
-          })
-          .Case([&](RsqrtOp o) {
-            unary(MP_RSQRT, o.getInput(), computeOf(o));
-            return success();
-          })
-          .Case([&](SquareOp o) {
-            unary(MP_SQUARE, o.getInput(), computeOf(o));
-            return success();
-          })
-          .Case([&](GeluOp o) {
-            unary(o.getTanhApprox() ? MP_GELU_TANH : MP_GELU, o.getInput(),
-                  computeOf(o));
-            return success();
-          })
-          .Case([&](ReluGradOp o) {
-            activationGrad(MP_RELU_GRAD, o.getGrad(), o.getSaved(),
-                           computeOf(o));
-            return success();
-          })
-          .Case([&](TanhGradOp o) {
-            activationGrad(MP_TANH_GRAD, o.getGrad(), o.getSaved(),
-                           computeOf(o));
-            return success();
-          })
-          .Case([&](SigmoidGradOp o) {
-            activationGrad(MP_SIGMOID_GRAD, o.getGrad(), o.getSaved(),
-                           computeOf(o));
-            return success();
-          })
-          .Case([&](GeluGradOp o) {
-            activationGrad(o.getTanhApprox() ? MP_GELU_TANH_GRAD
-                                             : MP_GELU_GRAD,
-                           o.getGrad(), o.getSaved(), computeOf(o));
-            return success();
-          })
+          .Case<ReluGradOp, TanhGradOp, SigmoidGradOp, GeluGradOp>(
+              [&](auto o) {
+                activationGrad(kindOf(o), o.getGrad(), o.getSaved(),
+                               computeOf(o));
+                return success();
+              })
           // Softmax, reductions, losses.
           .Case([&](SoftmaxOp o) {
             softmax(false, o.getAxis(), o.getInput(), computeOf(o));
