@@ -3,6 +3,9 @@
 
 usage: check-corpus.py TOOL INPUTS_DIR SCRATCH_DIR [EXTRA_INPUT...]
 
+TOOL may carry arguments after the input, separated by commas
+(`mp-runner,--steps,1`); the default is `-o /dev/null`.
+
 Besides the committed corpus in INPUTS_DIR, generates inputs too large to keep
 in the repository (deep nesting) into SCRATCH_DIR. Every input must make TOOL
 exit with status 1 (not 0, not a signal) within the time limit and memory cap,
@@ -43,7 +46,9 @@ def limit():
 def check(tool, path):
     name = os.path.basename(path)
     try:
-        r = subprocess.run([tool, path, "-o", os.devnull], capture_output=True,
+        program, *args = tool.split(",")
+        args = args or ["-o", os.devnull]
+        r = subprocess.run([program, path] + args, capture_output=True,
                            text=True, errors="replace", timeout=TIME_LIMIT_S,
                            preexec_fn=limit)
     except subprocess.TimeoutExpired:
