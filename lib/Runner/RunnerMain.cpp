@@ -129,6 +129,8 @@ llvm::json::Value jsonNumber(double v) {
 }
 
 std::string formatScale(const StepRecord &r) {
+  if (!r.hasLossScale)
+    return "-";
   return llvm::formatv("{0}", r.lossScale).str();
 }
 
@@ -307,7 +309,9 @@ public:
                        {"run", run->label},
                        {"step", r.step},
                        {"loss", jsonNumber(r.loss)},
-                       {"loss_scale", r.lossScale},
+                       {"loss_scale", r.hasLossScale
+                                          ? llvm::json::Value(r.lossScale)
+                                          : llvm::json::Value(nullptr)},
                        {"good_steps", r.goodSteps},
                        {"skipped", r.skipped},
                        {"skipped_total", r.skippedTotal},
@@ -579,7 +583,8 @@ int mp::runnerMain(int argc, char **argv) {
       llvm::json::Array losses, scales, skipped;
       for (const StepRecord &r : run.records) {
         losses.push_back(jsonNumber(r.loss));
-        scales.push_back(r.lossScale);
+        scales.push_back(r.hasLossScale ? llvm::json::Value(r.lossScale)
+                                        : llvm::json::Value(nullptr));
         skipped.push_back(r.skipped);
       }
       llvm::json::Object entry{

@@ -103,8 +103,10 @@ llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
   record.milliseconds =
       std::chrono::duration<double, std::milli>(end - start).count();
   record.loss = result(signature().lossResult).getFloat(0);
-  if (scaleArg)
+  if (scaleArg) {
+    record.hasLossScale = true;
     record.lossScale = buffers[*scaleArg].getFloat(0);
+  }
   if (goodStepsArg)
     record.goodSteps = buffers[*goodStepsArg].getInt(0);
   if (foundInfResult)

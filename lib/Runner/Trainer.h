@@ -17,7 +17,8 @@ namespace mp::runner {
 struct StepRecord {
   int64_t step = 0;
   double loss = 0;
-  double lossScale = 1;    // 1 without loss scaling
+  bool hasLossScale = false; // a dynamic scale the runner can read
+  double lossScale = 1;
   int64_t goodSteps = -1;  // -1 without dynamic loss scaling
   bool skipped = false;
   int64_t skippedTotal = 0;
