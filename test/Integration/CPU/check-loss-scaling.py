@@ -18,33 +18,20 @@ import json
 import math
 import os
 import random
-import struct
 import subprocess
 import sys
 
-
-def f32(v):
-    return struct.unpack("<f", struct.pack("<f", v))[0]
+from npyfile import f32, write_npy
 
 
-def write_npy(path, rows, cols, values):
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (
-        rows, cols)
-    while (10 + len(header) + 1) % 64:
-        header += " "
-    header += "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)))
-        f.write(header.encode())
-        f.write(struct.pack("<%df" % len(values), *values))
 
 
 def run(runner, step, workdir, tag, x, t, rows, steps, options):
     xp = os.path.join(workdir, tag + ".x.npy")
     tp = os.path.join(workdir, tag + ".t.npy")
     log = os.path.join(workdir, tag + ".jsonl")
-    write_npy(xp, rows, 4, x)
-    write_npy(tp, rows, 4, t)
+    write_npy(xp, (rows, 4), x)
+    write_npy(tp, (rows, 4), t)
     cmd = [runner, step, "--data", "x=" + xp, "--data", "t=" + tp,
            "--steps", str(steps), "--amp=f16", "--amp-options=" + options,
            "--log", log, "--no-progress"]

@@ -12,25 +12,10 @@ import json
 import math
 import os
 import random
-import struct
 import subprocess
 import sys
 
-
-def write_npy(path, shape, values):
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
-        ", ".join(str(d) for d in shape))
-    while (10 + len(header) + 1) % 64:
-        header += " "
-    header += "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)))
-        f.write(header.encode())
-        f.write(struct.pack("<%df" % len(values), *values))
-
-
-def f32(v):
-    return struct.unpack("<f", struct.pack("<f", v))[0]
+from npyfile import f32, write_npy
 
 
 def reference(x, t, w):
