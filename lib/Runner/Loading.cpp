@@ -24,7 +24,6 @@ Session::~Session() = default;
 
 OwningOpRef<ModuleOp> mp::runner::loadModule(Session &session,
                                              llvm::StringRef path) {
-  std::string error;
   auto file = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
   if (!file) {
     llvm::errs() << "error: cannot read '" << path

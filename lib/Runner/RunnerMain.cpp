@@ -296,7 +296,9 @@ public:
     for (Run *run : runs) {
       const StepRecord &r = run->records.back();
       if (file) {
-        std::string hash = llvm::formatv("{0:x16}", r.weightsHash).str();
+        // Hashing every parameter is only worth it when someone reads it.
+        std::string hash =
+            llvm::formatv("{0:x16}", run->trainer->weightsHash()).str();
         if (csv)
           *file << run->label << ","
                 << llvm::format("%lld,%.9g,%.9g,%lld,%d,%lld,%.6f,",

@@ -81,6 +81,13 @@ void Trainer::initialize(uint64_t seed) {
   }
 }
 
+std::vector<void *> Trainer::bufferPointers() {
+  std::vector<void *> pointers;
+  for (HostTensor &t : buffers)
+    pointers.push_back(t.data());
+  return pointers;
+}
+
 uint64_t Trainer::weightsHash() const {
   uint64_t h = 0xcbf29ce484222325ull;
   for (auto [k, a] : llvm::enumerate(signature().arguments))
@@ -91,9 +98,7 @@ uint64_t Trainer::weightsHash() const {
 
 llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
   data.fillBatch(data.train, data.trainSamples, index, buffers);
-  std::vector<void *> pointers;
-  for (HostTensor &t : buffers)
-    pointers.push_back(t.data());
+  std::vector<void *> pointers = bufferPointers();
   auto start = std::chrono::steady_clock::now();
   if (llvm::Error err = compiled->run(pointers))
     return std::move(err);
@@ -113,7 +118,6 @@ llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
     record.skipped = result(*foundInfResult).getInt(0) != 0;
   skipped += record.skipped;
   record.skippedTotal = skipped;
-  record.weightsHash = weightsHash();
   return record;
 }
 
@@ -139,9 +143,7 @@ Trainer::evaluate(const Dataset &data) {
   int64_t correct = 0, total = 0;
   int64_t classes = logits.shape.back();
   int64_t batch = sig.arguments[*label].shape.front();
-  std::vector<void *> pointers;
-  for (HostTensor &t : buffers)
-    pointers.push_back(t.data());
+  std::vector<void *> pointers = bufferPointers();
   for (int64_t b = 0, e = data.evalBatches(batch); b < e; ++b) {
     data.fillBatch(data.eval, data.evalSamples, b, buffers);
     if (llvm::Error err = compiled->run(pointers))
@@ -155,14 +157,12 @@ Trainer::evaluate(const Dataset &data) {
       correct += best == labels.getInt(i);
       ++total;
     }
-    // Evaluation must not train: restore parameters and state.
+    // Evaluation must not train: restore parameters and state (in place,
+    // so the buffer pointers stay valid).
     size_t s = 0;
     for (unsigned k = 0; k < sig.arguments.size(); ++k)
       if (isPersistent(k))
-        buffers[k] = saved[s++];
-    pointers.clear();
-    for (HostTensor &t : buffers)
-      pointers.push_back(t.data());
+        llvm::copy(saved[s++].storage, buffers[k].storage.begin());
   }
   if (!total)
     return std::optional<double>();

@@ -23,7 +23,6 @@ struct StepRecord {
   bool skipped = false;
   int64_t skippedTotal = 0;
   double milliseconds = 0;
-  uint64_t weightsHash = 0; // of parameters and optimizer state
 };
 
 class Trainer {
@@ -51,12 +50,15 @@ public:
   llvm::Expected<int64_t> restore(const Checkpoint &ckpt,
                                   llvm::StringRef path);
 
+  /// FNV-1a of the parameters and optimizer state (not the loss scale).
   uint64_t weightsHash() const;
   int64_t skippedSteps() const { return skipped; }
 
 private:
   bool isPersistent(unsigned arg) const;
   const HostTensor &result(unsigned r) const;
+  /// One pointer per argument and destination, as the step takes them.
+  std::vector<void *> bufferPointers();
 
   std::string name;
   std::unique_ptr<CompiledStep> compiled;

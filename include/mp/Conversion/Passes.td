@@ -23,7 +23,7 @@ def ConvertTGToRuntime : Pass<"convert-tg-to-runtime", "mlir::ModuleOp"> {
     use in the block (the lowering to LLVM routes both to the runtime's
     caching allocator). Constants become `memref.global`s. Results are
     returned through destination buffers appended to the arguments
-    (`tg.result` names which); the function returns nothing. The result
+    (`mp.result` names which); the function returns nothing. The result
     of a training step that updates a `tg.param` or `tg.state` argument is
     written into that argument's buffer: an optimizer or loss-scale update
     of the argument runs in place when nothing reads the argument after it,
@@ -38,7 +38,7 @@ def ConvertTGToRuntime : Pass<"convert-tg-to-runtime", "mlir::ModuleOp"> {
     }
     // After
     func.func @f(%a: memref<4x8xf16>, %b: memref<8x2xf16>,
-                 %out: memref<4x2xf32> {tg.result = 0 : i64}) {
+                 %out: memref<4x2xf32> {mp.result = 0 : i64}) {
       memref.alloca_scope {
         %block = memref.alloca() : memref<19xi64>
         ... stores of the block's words ...
