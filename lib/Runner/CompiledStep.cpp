@@ -142,7 +142,11 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
   return sig;
 }
 
-static void registerTranslations(MLIRContext *ctx) {
+/// What both the JIT and object emission need: the host target and the
+/// translations to LLVM IR.
+static void prepareLLVM(MLIRContext *ctx) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -154,9 +158,7 @@ CompiledStep::~CompiledStep() = default;
 llvm::Expected<std::unique_ptr<CompiledStep>>
 CompiledStep::create(ModuleOp module, StepSignature signature,
                      unsigned optLevel) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  registerTranslations(module.getContext());
+  prepareLLVM(module.getContext());
   ExecutionEngineOptions options;
   auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
   options.transformer = transformer;
@@ -201,9 +203,7 @@ llvm::Error CompiledStep::run(llvm::ArrayRef<void *> buffers) {
 }
 
 llvm::Error runner::emitObjectFile(ModuleOp module, llvm::StringRef path) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  registerTranslations(module.getContext());
+  prepareLLVM(module.getContext());
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context);
