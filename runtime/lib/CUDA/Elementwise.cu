@@ -1,0 +1,378 @@
+//===- Elementwise.cu - unary, binary, activation gradients, conversions --===//
+//
+// Element-wise kernels. When the operands share an f32/f16/bf16 storage type
+// (and, for binary ops, a shape) the kernels move four elements per access
+// (8 or 16 bytes) in a grid-stride loop; anything else (broadcasting, mixed
+// or f64 storage, f64 compute) takes a general kernel that indexes each
+// element through its strides.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+#include "Kernels.h"
+
+using namespace mp;
+using namespace mp::cuda;
+
+namespace {
+
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+
+//===----------------------------------------------------------------------===//
+// The element functions (the CPU backend's, in C = float or double)
+//===----------------------------------------------------------------------===//
+
+template <typename C> __device__ C unaryOp(int kind, C x) {
+  switch (kind) {
+  case MP_NEG: return -x;
+  case MP_RELU: return x > C(0) ? x : C(0);
+  case MP_GELU: return C(0.5) * x * (C(1) + erf(x * C(kInvSqrt2)));
+  case MP_GELU_TANH:
+    return C(0.5) * x *
+           (C(1) + tanh(C(kSqrt2OverPi) * (x + C(0.044715) * x * x * x)));
+  case MP_TANH: return tanh(x);
+  case MP_SIGMOID: return C(1) / (C(1) + exp(-x));
+  case MP_EXP: return exp(x);
+  case MP_LOG: return log(x);
+  case MP_SQRT: return sqrt(x);
+  case MP_RSQRT: return C(1) / sqrt(x);
+  case MP_SQUARE: return x * x;
+  }
+  return x;
+}
+
+template <typename C> __device__ C binaryOp(int kind, C a, C b) {
+  switch (kind) {
+  case MP_ADD: return a + b;
+  case MP_SUB: return a - b;
+  case MP_MUL: return a * b;
+  case MP_DIV: return a / b;
+  case MP_MAXIMUM: return isnan(a) || isnan(b) ? a + b : (a > b ? a : b);
+  case MP_MINIMUM: return isnan(a) || isnan(b) ? a + b : (a < b ? a : b);
+  }
+  return a;
+}
+
+template <typename C> __device__ C activationGradOp(int kind, C dy, C s) {
+  switch (kind) {
+  case MP_RELU_GRAD: return s > C(0) ? dy : C(0);
+  case MP_GELU_GRAD: {
+    C cdf = C(0.5) * (C(1) + erf(s * C(kInvSqrt2)));
+    C pdf = exp(C(-0.5) * s * s) * C(kSqrt2OverPi / 2);
+    return dy * (cdf + s * pdf);
+  }
+  case MP_GELU_TANH_GRAD: {
+    C inner = C(kSqrt2OverPi) * (s + C(0.044715) * s * s * s);
+    C t = tanh(inner);
+    C dinner = C(kSqrt2OverPi) * (C(1) + C(3 * 0.044715) * s * s);
+    return dy * (C(0.5) * (C(1) + t) + C(0.5) * s * (C(1) - t * t) * dinner);
+  }
+  case MP_TANH_GRAD: return dy * (C(1) - s * s);
+  case MP_SIGMOID_GRAD: return dy * s * (C(1) - s);
+  }
+  return dy;
+}
+
+/// Functors over f32 with the compute type's rounding.
+struct UnaryF {
+  int kind, compute;
+  __device__ float operator()(float x) const {
+    return roundCompute(compute,
+                        unaryOp<float>(kind, roundCompute(compute, x)));
+  }
+};
+struct ConvertF {
+  __device__ float operator()(float x) const { return x; }
+};
+struct BinaryF {
+  int kind, compute;
+  __device__ float operator()(float a, float b) const {
+    return roundCompute(compute,
+                        binaryOp<float>(kind, roundCompute(compute, a),
+                                        roundCompute(compute, b)));
+  }
+};
+struct ActivationGradF {
+  int kind, compute;
+  __device__ float operator()(float dy, float s) const {
+    return roundCompute(compute,
+                        activationGradOp<float>(kind, roundCompute(compute, dy),
+                                                roundCompute(compute, s)));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Packed kernels
+//===----------------------------------------------------------------------===//
+
+template <typename In, typename Out, typename F>
+__global__ void map1Kernel(const In *in, Out *out, int64_t n, F f) {
+  int64_t packs = n / 4;
+  int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = first; i < packs; i += stride) {
+    Pack4<In> a = reinterpret_cast<const Pack4<In> *>(in)[i];
+    Pack4<Out> r;
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      r.v[k] = fromFloat<Out>(f(toFloat(a.v[k])));
+    reinterpret_cast<Pack4<Out> *>(out)[i] = r;
+  }
+  for (int64_t i = packs * 4 + first; i < n; i += stride)
+    out[i] = fromFloat<Out>(f(toFloat(in[i])));
+}
+
+template <typename T, typename F>
+__global__ void map2Kernel(const T *a, const T *b, T *out, int64_t n, F f) {
+  int64_t packs = n / 4;
+  int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = first; i < packs; i += stride) {
+    Pack4<T> x = reinterpret_cast<const Pack4<T> *>(a)[i];
+    Pack4<T> y = reinterpret_cast<const Pack4<T> *>(b)[i];
+    Pack4<T> r;
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      r.v[k] = fromFloat<T>(f(toFloat(x.v[k]), toFloat(y.v[k])));
+    reinterpret_cast<Pack4<T> *>(out)[i] = r;
+  }
+  for (int64_t i = packs * 4 + first; i < n; i += stride)
+    out[i] = fromFloat<T>(f(toFloat(a[i]), toFloat(b[i])));
+}
+
+/// Calls `body(T{})` with T the C++ type of an f32/f16/bf16 `type`; returns
+/// false for other types.
+template <typename Body> bool withStorage(mpElementType type, Body body) {
+  switch (type) {
+  case MP_F32: body(float{}); return true;
+  case MP_F16: body(__half{}); return true;
+  case MP_BF16: body(__nv_bfloat16{}); return true;
+  default: return false;
+  }
+}
+
+bool packable(const void *p, mpElementType type) {
+  return isPackable(p, mpElementSize(type));
+}
+
+/// Runs `f` over `n` elements with the packed kernel when the types allow;
+/// returns false when they do not.
+template <typename F>
+bool tryMap1(const void *in, mpElementType inType, void *out,
+             mpElementType outType, int64_t n, F f) {
+  if (!packable(in, inType) || !packable(out, outType))
+    return false;
+  bool done = false;
+  withStorage(inType, [&](auto a) {
+    withStorage(outType, [&](auto b) {
+      using In = decltype(a);
+      using Out = decltype(b);
+      map1Kernel<In, Out, F><<<gridFor(n, 4), kThreads, 0,
+                               context()->stream>>>(
+          static_cast<const In *>(in), static_cast<Out *>(out), n, f);
+      done = true;
+    });
+  });
+  return done;
+}
+
+template <typename F>
+bool tryMap2(const mpTensor &a, const mpTensor &b, mpTensor &out, F f) {
+  if (a.elementType != b.elementType || a.elementType != out.elementType ||
+      !sameShape(&a, &b) || !sameShape(&a, &out) ||
+      !packable(a.data, a.elementType) || !packable(b.data, b.elementType) ||
+      !packable(out.data, out.elementType))
+    return false;
+  int64_t n = mpNumElements(&out);
+  return withStorage(out.elementType, [&](auto t) {
+    using T = decltype(t);
+    map2Kernel<T, F><<<gridFor(n, 4), kThreads, 0, context()->stream>>>(
+        static_cast<const T *>(a.data), static_cast<const T *>(b.data),
+        static_cast<T *>(out.data), n, f);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// General kernels
+//===----------------------------------------------------------------------===//
+
+template <typename C>
+__global__ void unaryGeneral(int kind, int compute, const void *in, int inType,
+                             void *out, int outType, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    C x = roundCompute(compute, loadAs<C>(in, inType, i));
+    storeAs<C>(out, outType, i, roundCompute(compute, unaryOp<C>(kind, x)));
+  }
+}
+
+template <typename C>
+__global__ void activationGradGeneral(int kind, int compute, const void *dy,
+                                      int dyType, const void *saved,
+                                      int savedType, void *dx, int dxType,
+                                      int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    C g = roundCompute(compute, loadAs<C>(dy, dyType, i));
+    C s = roundCompute(compute, loadAs<C>(saved, savedType, i));
+    storeAs<C>(dx, dxType, i,
+               roundCompute(compute, activationGradOp<C>(kind, g, s)));
+  }
+}
+
+/// Per output dimension, the element stride of each operand (0 where it
+/// broadcasts).
+struct BroadcastPlan {
+  Shape out;
+  int64_t lhsStrides[MP_MAX_RANK];
+  int64_t rhsStrides[MP_MAX_RANK];
+};
+
+template <typename C>
+__global__ void binaryGeneral(int kind, int compute, const void *lhs,
+                              int lhsType, const void *rhs, int rhsType,
+                              void *out, int outType, int64_t n,
+                              BroadcastPlan plan) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t li = 0, ri = 0, rest = i;
+    for (int d = plan.out.rank - 1; d >= 0; --d) {
+      int64_t c = rest % plan.out.dims[d];
+      rest /= plan.out.dims[d];
+      li += c * plan.lhsStrides[d];
+      ri += c * plan.rhsStrides[d];
+    }
+    C a = roundCompute(compute, loadAs<C>(lhs, lhsType, li));
+    C b = roundCompute(compute, loadAs<C>(rhs, rhsType, ri));
+    storeAs<C>(out, outType, i, roundCompute(compute, binaryOp<C>(kind, a, b)));
+  }
+}
+
+template <typename C>
+__global__ void convertGeneral(const void *in, int inType, void *out,
+                               int outType, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeAs<C>(out, outType, i, loadAs<C>(in, inType, i));
+}
+
+bool validKind(int kind, int last) { return kind >= 0 && kind <= last; }
+
+} // namespace
+
+mpStatus mp::cuda::mpConvert(const void *src, mpElementType srcType, void *dst,
+                             mpElementType dstType, int64_t count) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  if (count < 0 || (count && (!src || !dst)) || !mpElementSize(srcType) ||
+      !mpElementSize(dstType))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (!count)
+    return MP_OK;
+  if (srcType == dstType) {
+    MP_CUDA_TRY(cudaMemcpyAsync(dst, src, count * mpElementSize(srcType),
+                                cudaMemcpyDeviceToDevice, c->stream));
+    return MP_OK;
+  }
+  if (!tryMap1(src, srcType, dst, dstType, count, ConvertF{})) {
+    if (srcType == MP_F64 || dstType == MP_F64 || srcType == MP_I64 ||
+        dstType == MP_I64)
+      convertGeneral<double><<<gridFor(count), kThreads, 0, c->stream>>>(
+          src, srcType, dst, dstType, count);
+    else
+      convertGeneral<float><<<gridFor(count), kThreads, 0, c->stream>>>(
+          src, srcType, dst, dstType, count);
+  }
+  return launched("convert kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
+                           mpElementType compute) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  if (!validFloat(in) || !validFloat(out) || !sameShape(in, out) ||
+      !isFloatType(compute) || !validKind(kind, MP_SQUARE))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = mpNumElements(in);
+  if (!n)
+    return MP_OK;
+  if (compute == MP_F64)
+    unaryGeneral<double><<<gridFor(n), kThreads, 0, c->stream>>>(
+        kind, compute, in->data, in->elementType, out->data, out->elementType,
+        n);
+  else if (!tryMap1(in->data, in->elementType, out->data, out->elementType, n,
+                    UnaryF{kind, compute}))
+    unaryGeneral<float><<<gridFor(n), kThreads, 0, c->stream>>>(
+        kind, compute, in->data, in->elementType, out->data, out->elementType,
+        n);
+  return launched("unary kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpActivationGrad(mpActivationGradKind kind,
+                                    const mpTensor *dy, const mpTensor *saved,
+                                    mpTensor *dx, mpElementType compute) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  if (!validFloat(dy) || !validFloat(saved) || !validFloat(dx) ||
+      !sameShape(dy, saved) || !sameShape(dy, dx) || !isFloatType(compute) ||
+      !validKind(kind, MP_SIGMOID_GRAD))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = mpNumElements(dy);
+  if (!n)
+    return MP_OK;
+  if (compute == MP_F64)
+    activationGradGeneral<double><<<gridFor(n), kThreads, 0, c->stream>>>(
+        kind, compute, dy->data, dy->elementType, saved->data,
+        saved->elementType, dx->data, dx->elementType, n);
+  else if (!tryMap2(*dy, *saved, *dx, ActivationGradF{kind, compute}))
+    activationGradGeneral<float><<<gridFor(n), kThreads, 0, c->stream>>>(
+        kind, compute, dy->data, dy->elementType, saved->data,
+        saved->elementType, dx->data, dx->elementType, n);
+  return launched("activation gradient kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpBinary(mpBinaryKind kind, const mpTensor *lhs,
+                            const mpTensor *rhs, mpTensor *out,
+                            mpElementType compute) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  if (!validFloat(lhs) || !validFloat(rhs) || !validFloat(out) ||
+      !isFloatType(compute) || !validKind(kind, MP_MINIMUM))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int32_t rank = out->rank;
+  if (lhs->rank > rank || rhs->rank > rank)
+    return MP_ERROR_INVALID_ARGUMENT;
+  BroadcastPlan plan;
+  plan.out = shapeOf(*out);
+  int64_t lstride = 1, rstride = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    int32_t ld = d - (rank - lhs->rank), rd = d - (rank - rhs->rank);
+    int64_t lsz = ld >= 0 ? lhs->shape[ld] : 1;
+    int64_t rsz = rd >= 0 ? rhs->shape[rd] : 1;
+    int64_t osz = out->shape[d];
+    if ((lsz != osz && lsz != 1) || (rsz != osz && rsz != 1) ||
+        (lsz != osz && rsz != osz))
+      return MP_ERROR_INVALID_ARGUMENT;
+    plan.lhsStrides[d] = lsz == 1 ? 0 : lstride;
+    plan.rhsStrides[d] = rsz == 1 ? 0 : rstride;
+    lstride *= lsz;
+    rstride *= rsz;
+  }
+  int64_t n = mpNumElements(out);
+  if (!n)
+    return MP_OK;
+  if (compute == MP_F64)
+    binaryGeneral<double><<<gridFor(n), kThreads, 0, c->stream>>>(
+        kind, compute, lhs->data, lhs->elementType, rhs->data,
+        rhs->elementType, out->data, out->elementType, n, plan);
+  else if (!tryMap2(*lhs, *rhs, *out, BinaryF{kind, compute}))
+    binaryGeneral<float><<<gridFor(n), kThreads, 0, c->stream>>>(
+        kind, compute, lhs->data, lhs->elementType, rhs->data,
+        rhs->elementType, out->data, out->elementType, n, plan);
+  return launched("binary kernel") ? MP_OK : MP_ERROR_BACKEND;
+}

@@ -1,0 +1,99 @@
+//===- Kernels.h - the CUDA backend's kernels ---------------------*- C++ -*-===//
+//
+// The kernels of MPRuntime.h for device memory: the same declarations in
+// namespace mp::cuda, with the same meaning and argument checks. Every
+// function enqueues its work on the context's stream and returns without
+// waiting for it. Where the CUDA kernels differ from the CPU reference:
+//   - reductions (softmax, layer norm, losses, reduce) accumulate in f32 (f64
+//     for f64) in a parallel, fixed order; with an f16/bf16 compute type
+//     they round each element-wise intermediate and the results, not every
+//     partial sum;
+//   - matmul accumulates in f32 at least (cuBLASLt, tensor cores for f16 and
+//     bf16; strict f32 without TF32 for f32 operands), also when the op's
+//     compute type is f16/bf16.
+// Results are deterministic: no floating-point atomics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_RUNTIME_LIB_CUDA_KERNELS_H
+#define MP_RUNTIME_LIB_CUDA_KERNELS_H
+
+#include "mp/Runtime/MPRuntime.h"
+
+namespace mp::cuda {
+
+mpStatus mpConvert(const void *src, mpElementType srcType, void *dst,
+                   mpElementType dstType, int64_t count);
+mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
+                 mpElementType compute);
+mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
+                  mpTensor *out, mpElementType compute);
+mpStatus mpActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
+                          const mpTensor *saved, mpTensor *dx,
+                          mpElementType compute);
+mpStatus mpSoftmax(const mpTensor *in, mpTensor *out, int64_t axis,
+                   int32_t logSoftmax, mpElementType compute);
+mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
+                       int64_t axis, int32_t logSoftmax,
+                       mpElementType compute);
+mpStatus mpReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
+                  const int64_t *axes, int32_t numAxes, mpElementType compute);
+mpStatus mpSoftmaxCrossEntropy(const mpTensor *logits, const mpTensor *labels,
+                               mpTensor *loss, mpElementType compute);
+mpStatus mpSoftmaxCrossEntropyGrad(const mpTensor *dloss,
+                                   const mpTensor *logits,
+                                   const mpTensor *labels, mpTensor *dlogits,
+                                   mpElementType compute);
+mpStatus mpMseLoss(const mpTensor *prediction, const mpTensor *target,
+                   mpTensor *loss, mpElementType compute);
+mpStatus mpMseLossGrad(const mpTensor *dloss, const mpTensor *prediction,
+                       const mpTensor *target, mpTensor *dprediction,
+                       mpElementType compute);
+mpStatus mpLayerNorm(const mpTensor *x, const mpTensor *scale,
+                     const mpTensor *bias, mpTensor *y, mpTensor *mean,
+                     mpTensor *rstd, int64_t axis, float epsilon,
+                     mpElementType compute);
+mpStatus mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
+                         const mpTensor *scale, const mpTensor *mean,
+                         const mpTensor *rstd, mpTensor *dx, mpTensor *dscale,
+                         mpTensor *dbias, int64_t axis, mpElementType compute);
+mpStatus mpGather(const mpTensor *table, const mpTensor *ids, mpTensor *out);
+mpStatus mpGatherGrad(const mpTensor *grad, const mpTensor *ids,
+                      mpTensor *table, mpElementType compute);
+mpStatus mpTranspose(const mpTensor *in, mpTensor *out,
+                     const int64_t *permutation);
+mpStatus mpCopy(const mpTensor *in, mpTensor *out);
+mpStatus mpBroadcastTo(const mpTensor *in, mpTensor *out);
+mpStatus mpConcat(int32_t count, const mpTensor *inputs, mpTensor *out,
+                  int64_t axis);
+mpStatus mpSlice(const mpTensor *in, mpTensor *out, const int64_t *offsets,
+                 const int64_t *strides);
+mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
+                  int32_t transposeLhs, int32_t transposeRhs,
+                  mpElementType compute);
+mpStatus mpUnscaleGrads(int32_t count, const mpTensor *grads,
+                        mpTensor *unscaled, const mpTensor *scale,
+                        mpTensor *foundInf);
+mpStatus mpUpdateLossScale(mpTensor *scale, mpTensor *goodSteps,
+                           const mpTensor *foundInf, float growth,
+                           float backoff, int64_t interval, float minScale,
+                           float maxScale);
+mpStatus mpSgdUpdate(mpTensor *param, const mpTensor *grad,
+                     mpTensor *momentumBuffer, const mpTensor *skip, float lr,
+                     float momentum, float weightDecay, int32_t nesterov);
+mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
+                      mpTensor *firstMoment, mpTensor *secondMoment,
+                      mpTensor *step, const mpTensor *skip, float lr,
+                      float beta1, float beta2, float epsilon,
+                      float weightDecay);
+
+/// Argument checks shared by the kernels.
+bool isFloatType(mpElementType type);
+bool sameShape(const mpTensor *a, const mpTensor *b);
+bool isScalar(const mpTensor *t, mpElementType type);
+/// Valid float tensor with data (or with no elements).
+bool validFloat(const mpTensor *t);
+
+} // namespace mp::cuda
+
+#endif // MP_RUNTIME_LIB_CUDA_KERNELS_H

@@ -1,0 +1,759 @@
+//===- Reduction.cu - softmax, reductions, losses, layer normalisation ----===//
+//
+// Row-wise kernels give one block to a row and reduce in registers, warp
+// shuffles and shared memory in a fixed order (so results do not vary from
+// run to run). Column-wise reductions (a reduced axis that is not
+// innermost, layer norm's scale and bias gradients) split the rows into
+// groups, write one partial result per group and column, and sum the
+// partials in a second kernel, in order. Accumulation is in f32 (f64 for an
+// f64 compute type).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+#include "Kernels.h"
+
+using namespace mp;
+using namespace mp::cuda;
+
+namespace {
+
+/// A tensor's data and element type, for kernels.
+struct Ref {
+  const void *data;
+  int type;
+};
+struct MutRef {
+  void *data;
+  int type;
+};
+
+Ref ref(const mpTensor *t) { return {t->data, t->elementType}; }
+MutRef mut(mpTensor *t) { return {t->data, t->elementType}; }
+
+/// [outer, length, inner] around `axis`.
+bool splitAt(const mpTensor *t, int64_t axis, int64_t &outer, int64_t &length,
+             int64_t &inner) {
+  if (axis < 0 || axis >= t->rank)
+    return false;
+  outer = inner = 1;
+  for (int32_t d = 0; d < axis; ++d)
+    outer *= t->shape[d];
+  length = t->shape[axis];
+  for (int32_t d = int32_t(axis) + 1; d < t->rank; ++d)
+    inner *= t->shape[d];
+  return true;
+}
+
+/// Launches `kernel` with `C` = double for an f64 compute type, else float.
+#define MP_LAUNCH_COMPUTE(compute, kernel, grid, ...)                          \
+  do {                                                                         \
+    if ((compute) == MP_F64)                                                   \
+      kernel<double><<<(grid), kThreads, 0, context()->stream>>>(__VA_ARGS__); \
+    else                                                                       \
+      kernel<float><<<(grid), kThreads, 0, context()->stream>>>(__VA_ARGS__);  \
+  } while (false)
+
+unsigned rowGrid(int64_t rows) {
+  return unsigned(std::clamp<int64_t>(rows, 1, 1 << 20));
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+/// Row i of [outer, length, inner] starts at (i / inner) * length * inner +
+/// i % inner and steps by inner.
+__device__ __forceinline__ int64_t rowStart(int64_t row, int64_t length,
+                                            int64_t inner) {
+  return (row / inner) * length * inner + row % inner;
+}
+
+template <typename C>
+__global__ void softmaxKernel(Ref in, MutRef out, int64_t rows, int64_t length,
+                              int64_t inner, int logSoftmax, int compute) {
+  __shared__ C shared[kThreads / 32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = rowStart(row, length, inner);
+    C m = -INFINITY;
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+      m = MaxOp()(m, loadAs<C>(in.data, in.type, base + j * inner));
+    m = blockReduce(m, MaxOp(), shared);
+    C sum = 0;
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x)
+      sum += roundCompute(
+          compute, exp(loadAs<C>(in.data, in.type, base + j * inner) - m));
+    sum = roundCompute(compute, blockReduce(sum, SumOp(), shared));
+    C logSum = roundCompute(compute, C(log(sum)));
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+      C x = loadAs<C>(in.data, in.type, base + j * inner) - m;
+      C y = logSoftmax ? x - logSum : exp(x) / sum;
+      storeAs<C>(out.data, out.type, base + j * inner, roundCompute(compute, y));
+    }
+  }
+}
+
+template <typename C>
+__global__ void softmaxGradKernel(Ref dy, Ref y, MutRef dx, int64_t rows,
+                                  int64_t length, int64_t inner,
+                                  int logSoftmax, int compute) {
+  __shared__ C shared[kThreads / 32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = rowStart(row, length, inner);
+    C dot = 0;
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+      int64_t i = base + j * inner;
+      C g = loadAs<C>(dy.data, dy.type, i);
+      dot += logSoftmax ? g
+                        : roundCompute(compute, g * loadAs<C>(y.data, y.type, i));
+    }
+    dot = roundCompute(compute, blockReduce(dot, SumOp(), shared));
+    for (int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+      int64_t i = base + j * inner;
+      C g = loadAs<C>(dy.data, dy.type, i);
+      C s = loadAs<C>(y.data, y.type, i);
+      C r = logSoftmax ? g - roundCompute(compute, C(exp(s))) * dot
+                       : s * (g - dot);
+      storeAs<C>(dx.data, dx.type, i, roundCompute(compute, r));
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reduce
+//===----------------------------------------------------------------------===//
+
+/// Kept dimensions (indexing outputs) and reduced dimensions, each with the
+/// input strides.
+struct ReducePlan {
+  Shape kept, reduced;
+  int64_t keptStrides[MP_MAX_RANK];
+  int64_t reducedStrides[MP_MAX_RANK];
+};
+
+__device__ __forceinline__ int64_t offsetOf(int64_t index, const Shape &shape,
+                                            const int64_t *strides) {
+  int64_t offset = 0;
+  for (int d = shape.rank - 1; d >= 0; --d) {
+    offset += (index % shape.dims[d]) * strides[d];
+    index /= shape.dims[d];
+  }
+  return offset;
+}
+
+template <typename C>
+__device__ C reduceStep(int kind, C acc, C x) {
+  return kind == MP_REDUCE_MAX ? MaxOp()(acc, x) : acc + x;
+}
+
+template <typename C>
+__device__ C reduceInit(int kind) {
+  return kind == MP_REDUCE_MAX ? C(-INFINITY) : C(0);
+}
+
+template <typename C>
+__device__ C reduceFinish(int kind, C acc, int64_t count, int compute) {
+  if (kind == MP_REDUCE_MEAN)
+    acc = roundCompute(compute, acc) / C(count);
+  return roundCompute(compute, acc);
+}
+
+/// The innermost input dimension is reduced: a block per output.
+template <typename C>
+__global__ void reduceRowsKernel(int kind, Ref in, MutRef out, int64_t outputs,
+                                 int64_t count, ReducePlan plan, int compute) {
+  __shared__ C shared[kThreads / 32];
+  for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    int64_t base = offsetOf(o, plan.kept, plan.keptStrides);
+    C acc = reduceInit<C>(kind);
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x)
+      acc = reduceStep(kind, acc,
+                       loadAs<C>(in.data, in.type,
+                                 base + offsetOf(r, plan.reduced,
+                                                 plan.reducedStrides)));
+    acc = kind == MP_REDUCE_MAX ? blockReduce(acc, MaxOp(), shared)
+                                : blockReduce(acc, SumOp(), shared);
+    if (threadIdx.x == 0)
+      storeAs<C>(out.data, out.type, o, reduceFinish(kind, acc, count, compute));
+  }
+}
+
+/// The innermost input dimension is kept: a thread per output and group of
+/// reduced indices; group g writes partials[g * outputs + o].
+template <typename C>
+__global__ void reduceColumnsKernel(int kind, Ref in, C *partials,
+                                    int64_t outputs, int64_t count,
+                                    int64_t perGroup, ReducePlan plan) {
+  int64_t g = blockIdx.y;
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = offsetOf(o, plan.kept, plan.keptStrides);
+    C acc = reduceInit<C>(kind);
+    int64_t end = min(count, (g + 1) * perGroup);
+    for (int64_t r = g * perGroup; r < end; ++r)
+      acc = reduceStep(kind, acc,
+                       loadAs<C>(in.data, in.type,
+                                 base + offsetOf(r, plan.reduced,
+                                                 plan.reducedStrides)));
+    partials[g * outputs + o] = acc;
+  }
+}
+
+template <typename C>
+__global__ void reduceGroupsKernel(int kind, const C *partials, int64_t groups,
+                                   MutRef out, int64_t outputs, int64_t count,
+                                   int compute) {
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    C acc = reduceInit<C>(kind);
+    for (int64_t g = 0; g < groups; ++g)
+      acc = reduceStep(kind, acc, partials[g * outputs + o]);
+    storeAs<C>(out.data, out.type, o, reduceFinish(kind, acc, count, compute));
+  }
+}
+
+/// Rows per group for column reductions: enough groups to fill the GPU when
+/// there are few outputs, at most 64 (the partials stay small).
+int64_t groupsFor(int64_t outputs, int64_t count) {
+  int64_t wanted = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(outputs, 1));
+  return std::clamp<int64_t>(std::min(wanted, count / 16), 1, 64);
+}
+
+template <typename C>
+mpStatus reduceColumns(int kind, const mpTensor *in, mpTensor *out,
+                       int64_t outputs, int64_t count, const ReducePlan &plan,
+                       int compute) {
+  int64_t groups = groupsFor(outputs, count);
+  int64_t perGroup = (count + groups - 1) / groups;
+  Scratch partials(size_t(groups * outputs) * sizeof(C));
+  if (!partials)
+    return MP_ERROR_OUT_OF_MEMORY;
+  cudaStream_t stream = context()->stream;
+  dim3 grid(std::min<unsigned>(gridFor(outputs), 65535), unsigned(groups));
+  reduceColumnsKernel<C><<<grid, kThreads, 0, stream>>>(
+      kind, ref(in), static_cast<C *>(partials.get()), outputs, count,
+      perGroup, plan);
+  reduceGroupsKernel<C><<<gridFor(outputs), kThreads, 0, stream>>>(
+      kind, static_cast<const C *>(partials.get()), groups, mut(out), outputs,
+      count, compute);
+  return launched("column reduction kernels") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ int64_t labelAt(Ref labels, int64_t i) {
+  return labels.type == MP_I32 ? static_cast<const int32_t *>(labels.data)[i]
+                               : static_cast<const int64_t *>(labels.data)[i];
+}
+
+/// Per row: max and log-sum-exp of the logits.
+template <typename C>
+__device__ void rowLogSumExp(Ref logits, int64_t base, int64_t classes,
+                             int compute, C *shared, C &m, C &lse) {
+  m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+    m = MaxOp()(m, loadAs<C>(logits.data, logits.type, base + j));
+  m = blockReduce(m, MaxOp(), shared);
+  C sum = 0;
+  for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+    sum += roundCompute(compute,
+                        exp(loadAs<C>(logits.data, logits.type, base + j) - m));
+  sum = roundCompute(compute, blockReduce(sum, SumOp(), shared));
+  lse = roundCompute(compute, C(log(sum)));
+}
+
+/// rowLoss[r] = lse - (x[label] - max), 0 for labels out of range.
+template <typename C>
+__global__ void crossEntropyRowsKernel(Ref logits, Ref labels, C *rowLoss,
+                                       int64_t rows, int64_t classes,
+                                       int compute) {
+  __shared__ C shared[kThreads / 32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    C m, lse;
+    rowLogSumExp(logits, r * classes, classes, compute, shared, m, lse);
+    if (threadIdx.x == 0) {
+      int64_t label = labelAt(labels, r);
+      rowLoss[r] =
+          label < 0 || label >= classes
+              ? C(0)
+              : roundCompute(compute,
+                             lse - (loadAs<C>(logits.data, logits.type,
+                                              r * classes + label) -
+                                    m));
+    }
+  }
+}
+
+/// out[0] = scale * sum(values) in one block, in a fixed order.
+template <typename C>
+__global__ void sumToScalarKernel(const C *values, int64_t n, C scale,
+                                  MutRef out, int compute) {
+  __shared__ C shared[kThreads / 32];
+  C acc = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    acc += values[i];
+  acc = blockReduce(acc, SumOp(), shared);
+  if (threadIdx.x == 0)
+    storeAs<C>(out.data, out.type, 0,
+               roundCompute(compute, roundCompute(compute, acc) * scale));
+}
+
+template <typename C>
+__global__ void crossEntropyGradKernel(Ref dloss, Ref logits, Ref labels,
+                                       MutRef dlogits, int64_t rows,
+                                       int64_t classes, int compute) {
+  __shared__ C shared[kThreads / 32];
+  C seed = loadAs<C>(dloss.data, dloss.type, 0);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    C m, lse;
+    rowLogSumExp(logits, r * classes, classes, compute, shared, m, lse);
+    int64_t label = labelAt(labels, r);
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+      C p = roundCompute(
+          compute,
+          C(exp(loadAs<C>(logits.data, logits.type, r * classes + j) - m -
+                lse)));
+      C g = roundCompute(compute, (p - C(j == label ? 1 : 0)) / C(rows));
+      storeAs<C>(dlogits.data, dlogits.type, r * classes + j,
+                 roundCompute(compute, g * seed));
+    }
+  }
+}
+
+/// partial[b] = sum over block b's elements of (p - t)^2.
+template <typename C>
+__global__ void squaredErrorKernel(Ref p, Ref t, int64_t n, C *partials,
+                                   int compute) {
+  __shared__ C shared[kThreads / 32];
+  C acc = 0;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    C d = roundCompute(compute,
+                       loadAs<C>(p.data, p.type, i) - loadAs<C>(t.data, t.type, i));
+    acc += roundCompute(compute, d * d);
+  }
+  acc = blockReduce(acc, SumOp(), shared);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = acc;
+}
+
+template <typename C>
+__global__ void mseGradKernel(Ref dloss, Ref p, Ref t, MutRef dp, int64_t n,
+                              int compute) {
+  C seed = loadAs<C>(dloss.data, dloss.type, 0);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    C d = roundCompute(compute,
+                       loadAs<C>(p.data, p.type, i) - loadAs<C>(t.data, t.type, i));
+    C g = roundCompute(compute, C(2) * d / C(n));
+    storeAs<C>(dp.data, dp.type, i, roundCompute(compute, g * seed));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Layer normalisation
+//===----------------------------------------------------------------------===//
+
+template <typename C>
+__global__ void layerNormKernel(Ref x, Ref scale, Ref bias, MutRef y,
+                                MutRef mean, MutRef rstd, int64_t rows,
+                                int64_t cols, C epsilon, int compute) {
+  __shared__ C shared[kThreads / 32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * cols;
+    C sum = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      sum += loadAs<C>(x.data, x.type, base + c);
+    C mu = roundCompute(compute,
+                        roundCompute(compute, blockReduce(sum, SumOp(), shared)) /
+                            C(cols));
+    C var = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      C d = roundCompute(compute, loadAs<C>(x.data, x.type, base + c) - mu);
+      var += roundCompute(compute, d * d);
+    }
+    var = roundCompute(compute,
+                       roundCompute(compute, blockReduce(var, SumOp(), shared)) /
+                           C(cols));
+    C rs = roundCompute(compute,
+                        C(1) / roundCompute(compute, sqrt(var + epsilon)));
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      C xhat = roundCompute(
+          compute, roundCompute(compute, loadAs<C>(x.data, x.type, base + c) - mu) * rs);
+      C v = roundCompute(compute, xhat * loadAs<C>(scale.data, scale.type, c));
+      storeAs<C>(y.data, y.type, base + c,
+                 roundCompute(compute, v + loadAs<C>(bias.data, bias.type, c)));
+    }
+    if (threadIdx.x == 0) {
+      storeAs<C>(mean.data, mean.type, r, mu);
+      storeAs<C>(rstd.data, rstd.type, r, rs);
+    }
+  }
+}
+
+template <typename C>
+__global__ void layerNormGradRowsKernel(Ref dy, Ref x, Ref scale, Ref mean,
+                                        Ref rstd, MutRef dx, int64_t rows,
+                                        int64_t cols, int compute) {
+  __shared__ C shared[kThreads / 32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * cols;
+    C mu = loadAs<C>(mean.data, mean.type, r);
+    C rs = loadAs<C>(rstd.data, rstd.type, r);
+    C sumG = 0, sumGX = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      C xhat = roundCompute(compute, (loadAs<C>(x.data, x.type, base + c) - mu) * rs);
+      C g = roundCompute(compute, loadAs<C>(dy.data, dy.type, base + c) *
+                                      loadAs<C>(scale.data, scale.type, c));
+      sumG += g;
+      sumGX += roundCompute(compute, g * xhat);
+    }
+    C meanG = roundCompute(compute, blockReduce(sumG, SumOp(), shared) / C(cols));
+    C meanGX =
+        roundCompute(compute, blockReduce(sumGX, SumOp(), shared) / C(cols));
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      C xhat = roundCompute(compute, (loadAs<C>(x.data, x.type, base + c) - mu) * rs);
+      C g = roundCompute(compute, loadAs<C>(dy.data, dy.type, base + c) *
+                                      loadAs<C>(scale.data, scale.type, c));
+      C d = roundCompute(compute, g - meanG - roundCompute(compute, xhat * meanGX));
+      storeAs<C>(dx.data, dx.type, base + c, roundCompute(compute, rs * d));
+    }
+  }
+}
+
+/// Partial sums of dy * xhat (dscale) and dy (dbias) per group of rows and
+/// column: partials[(2 * g) * cols + c] and partials[(2 * g + 1) * cols + c].
+template <typename C>
+__global__ void layerNormGradColumnsKernel(Ref dy, Ref x, Ref mean, Ref rstd,
+                                           C *partials, int64_t rows,
+                                           int64_t cols, int64_t perGroup,
+                                           int compute) {
+  int64_t g = blockIdx.y;
+  int64_t end = min(rows, (g + 1) * perGroup);
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    C ds = 0, db = 0;
+    for (int64_t r = g * perGroup; r < end; ++r) {
+      C mu = loadAs<C>(mean.data, mean.type, r);
+      C rs = loadAs<C>(rstd.data, rstd.type, r);
+      C d = loadAs<C>(dy.data, dy.type, r * cols + c);
+      C xhat = roundCompute(compute, (loadAs<C>(x.data, x.type, r * cols + c) - mu) * rs);
+      ds += roundCompute(compute, d * xhat);
+      db += d;
+    }
+    partials[(2 * g) * cols + c] = ds;
+    partials[(2 * g + 1) * cols + c] = db;
+  }
+}
+
+template <typename C>
+__global__ void layerNormGradFinishKernel(const C *partials, int64_t groups,
+                                          int64_t cols, MutRef dscale,
+                                          MutRef dbias, int compute) {
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    C ds = 0, db = 0;
+    for (int64_t g = 0; g < groups; ++g) {
+      ds += partials[(2 * g) * cols + c];
+      db += partials[(2 * g + 1) * cols + c];
+    }
+    storeAs<C>(dscale.data, dscale.type, c, roundCompute(compute, ds));
+    storeAs<C>(dbias.data, dbias.type, c, roundCompute(compute, db));
+  }
+}
+
+template <typename C>
+mpStatus layerNormGradColumns(const mpTensor *dy, const mpTensor *x,
+                              const mpTensor *mean, const mpTensor *rstd,
+                              mpTensor *dscale, mpTensor *dbias, int64_t rows,
+                              int64_t cols, int compute) {
+  int64_t groups = groupsFor(cols, rows);
+  int64_t perGroup = (rows + groups - 1) / groups;
+  Scratch partials(size_t(2 * groups * cols) * sizeof(C));
+  if (!partials)
+    return MP_ERROR_OUT_OF_MEMORY;
+  cudaStream_t stream = context()->stream;
+  dim3 grid(std::min<unsigned>(gridFor(cols), 65535), unsigned(groups));
+  layerNormGradColumnsKernel<C><<<grid, kThreads, 0, stream>>>(
+      ref(dy), ref(x), ref(mean), ref(rstd), static_cast<C *>(partials.get()),
+      rows, cols, perGroup, compute);
+  layerNormGradFinishKernel<C><<<gridFor(cols), kThreads, 0, stream>>>(
+      static_cast<const C *>(partials.get()), groups, cols, mut(dscale),
+      mut(dbias), compute);
+  return launched("layer norm gradient kernels") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+bool layerNormPlan(const mpTensor *x, const mpTensor *scale,
+                   const mpTensor *stat, int64_t axis, int64_t &rows,
+                   int64_t &cols) {
+  if (axis < 0 || axis >= x->rank || scale->rank != x->rank - axis)
+    return false;
+  rows = cols = 1;
+  for (int32_t d = 0; d < x->rank; ++d) {
+    if (d < axis)
+      rows *= x->shape[d];
+    else if (scale->shape[d - axis] != x->shape[d])
+      return false;
+    else
+      cols *= x->shape[d];
+  }
+  return mpNumElements(stat) == rows;
+}
+
+bool isLabelTensor(const mpTensor *t) {
+  return t && (t->elementType == MP_I32 || t->elementType == MP_I64) &&
+         mpNumElements(t) >= 0 && (t->data || mpNumElements(t) == 0);
+}
+
+} // namespace
+
+mpStatus mp::cuda::mpSoftmax(const mpTensor *in, mpTensor *out, int64_t axis,
+                             int32_t logSoftmax, mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  int64_t outer, length, inner;
+  if (!validFloat(in) || !validFloat(out) || !sameShape(in, out) ||
+      !isFloatType(compute) || !splitAt(in, axis, outer, length, inner))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t rows = outer * inner;
+  if (!rows || !length)
+    return MP_OK;
+  MP_LAUNCH_COMPUTE(compute, softmaxKernel, rowGrid(rows), ref(in), mut(out),
+                    rows, length, inner, logSoftmax, compute);
+  return launched("softmax kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
+                                 mpTensor *dx, int64_t axis,
+                                 int32_t logSoftmax, mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  int64_t outer, length, inner;
+  if (!validFloat(dy) || !validFloat(y) || !validFloat(dx) ||
+      !sameShape(dy, y) || !sameShape(dy, dx) || !isFloatType(compute) ||
+      !splitAt(dy, axis, outer, length, inner))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t rows = outer * inner;
+  if (!rows || !length)
+    return MP_OK;
+  MP_LAUNCH_COMPUTE(compute, softmaxGradKernel, rowGrid(rows), ref(dy), ref(y),
+                    mut(dx), rows, length, inner, logSoftmax, compute);
+  return launched("softmax gradient kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpReduce(mpReduceKind kind, const mpTensor *in,
+                            mpTensor *out, const int64_t *axes,
+                            int32_t numAxes, mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  if (!validFloat(in) || !validFloat(out) || !isFloatType(compute) ||
+      kind < MP_REDUCE_SUM || kind > MP_REDUCE_MAX || numAxes < 0 ||
+      (numAxes && !axes))
+    return MP_ERROR_INVALID_ARGUMENT;
+  ReducePlan plan;
+  int64_t strides[MP_MAX_RANK];
+  int64_t s = 1;
+  for (int32_t d = in->rank - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= in->shape[d];
+  }
+  int32_t next = 0;
+  bool innermostReduced = false;
+  for (int32_t d = 0; d < in->rank; ++d) {
+    bool reduced = next < numAxes && axes[next] == d;
+    if (next < numAxes && (axes[next] < d || axes[next] >= in->rank))
+      return MP_ERROR_INVALID_ARGUMENT;
+    Shape &shape = reduced ? plan.reduced : plan.kept;
+    int64_t *st = reduced ? plan.reducedStrides : plan.keptStrides;
+    st[shape.rank] = strides[d];
+    shape.dims[shape.rank++] = in->shape[d];
+    if (reduced) {
+      ++next;
+      innermostReduced = d == in->rank - 1;
+    }
+  }
+  if (next != numAxes)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t outputs = 1, count = 1;
+  for (int32_t d = 0; d < plan.kept.rank; ++d)
+    outputs *= plan.kept.dims[d];
+  for (int32_t d = 0; d < plan.reduced.rank; ++d)
+    count *= plan.reduced.dims[d];
+  if (mpNumElements(out) != outputs)
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (!outputs)
+    return MP_OK;
+  if (innermostReduced || !count) {
+    MP_LAUNCH_COMPUTE(compute, reduceRowsKernel, rowGrid(outputs), kind,
+                      ref(in), mut(out), outputs, count, plan, compute);
+    return launched("row reduction kernel") ? MP_OK : MP_ERROR_BACKEND;
+  }
+  return compute == MP_F64
+             ? reduceColumns<double>(kind, in, out, outputs, count, plan,
+                                     compute)
+             : reduceColumns<float>(kind, in, out, outputs, count, plan,
+                                    compute);
+}
+
+mpStatus mp::cuda::mpSoftmaxCrossEntropy(const mpTensor *logits,
+                                         const mpTensor *labels,
+                                         mpTensor *loss,
+                                         mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  if (!validFloat(logits) || !isLabelTensor(labels) || !validFloat(loss) ||
+      mpNumElements(loss) != 1 || !isFloatType(compute) || logits->rank < 1)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t classes = logits->shape[logits->rank - 1];
+  int64_t rows = mpNumElements(labels);
+  if (classes < 1 || rows * classes != mpNumElements(logits))
+    return MP_ERROR_INVALID_ARGUMENT;
+  auto run = [&](auto zero) -> mpStatus {
+    using C = decltype(zero);
+    Scratch rowLoss(size_t(std::max<int64_t>(rows, 1)) * sizeof(C));
+    if (!rowLoss)
+      return MP_ERROR_OUT_OF_MEMORY;
+    cudaStream_t stream = context()->stream;
+    auto *values = static_cast<C *>(rowLoss.get());
+    if (rows)
+      crossEntropyRowsKernel<C><<<rowGrid(rows), kThreads, 0, stream>>>(
+          ref(logits), ref(labels), values, rows, classes, compute);
+    sumToScalarKernel<C><<<1, kThreads, 0, stream>>>(
+        values, rows, rows ? C(1) / C(rows) : C(0), mut(loss), compute);
+    return launched("cross-entropy kernels") ? MP_OK : MP_ERROR_BACKEND;
+  };
+  return compute == MP_F64 ? run(double()) : run(float());
+}
+
+mpStatus mp::cuda::mpSoftmaxCrossEntropyGrad(const mpTensor *dloss,
+                                             const mpTensor *logits,
+                                             const mpTensor *labels,
+                                             mpTensor *dlogits,
+                                             mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  if (!validFloat(dloss) || mpNumElements(dloss) != 1 || !validFloat(logits) ||
+      !isLabelTensor(labels) || !validFloat(dlogits) ||
+      !sameShape(logits, dlogits) || !isFloatType(compute) || logits->rank < 1)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t classes = logits->shape[logits->rank - 1];
+  int64_t rows = mpNumElements(labels);
+  if (classes < 1 || rows * classes != mpNumElements(logits))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (!rows)
+    return MP_OK;
+  MP_LAUNCH_COMPUTE(compute, crossEntropyGradKernel, rowGrid(rows), ref(dloss),
+                    ref(logits), ref(labels), mut(dlogits), rows, classes,
+                    compute);
+  return launched("cross-entropy gradient kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpMseLoss(const mpTensor *prediction,
+                             const mpTensor *target, mpTensor *loss,
+                             mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  if (!validFloat(prediction) || !validFloat(target) || !validFloat(loss) ||
+      !sameShape(prediction, target) || mpNumElements(loss) != 1 ||
+      !isFloatType(compute))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = mpNumElements(prediction);
+  auto run = [&](auto zero) -> mpStatus {
+    using C = decltype(zero);
+    unsigned blocks = std::min<unsigned>(gridFor(n), 1024);
+    Scratch partials(blocks * sizeof(C));
+    if (!partials)
+      return MP_ERROR_OUT_OF_MEMORY;
+    cudaStream_t stream = context()->stream;
+    auto *values = static_cast<C *>(partials.get());
+    squaredErrorKernel<C><<<blocks, kThreads, 0, stream>>>(
+        ref(prediction), ref(target), n, values, compute);
+    sumToScalarKernel<C><<<1, kThreads, 0, stream>>>(
+        values, blocks, n ? C(1) / C(n) : C(0), mut(loss), compute);
+    return launched("mean squared error kernels") ? MP_OK : MP_ERROR_BACKEND;
+  };
+  return compute == MP_F64 ? run(double()) : run(float());
+}
+
+mpStatus mp::cuda::mpMseLossGrad(const mpTensor *dloss,
+                                 const mpTensor *prediction,
+                                 const mpTensor *target,
+                                 mpTensor *dprediction,
+                                 mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  if (!validFloat(dloss) || mpNumElements(dloss) != 1 ||
+      !validFloat(prediction) || !validFloat(target) ||
+      !validFloat(dprediction) || !sameShape(prediction, target) ||
+      !sameShape(prediction, dprediction) || !isFloatType(compute))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = mpNumElements(prediction);
+  if (!n)
+    return MP_OK;
+  MP_LAUNCH_COMPUTE(compute, mseGradKernel, gridFor(n), ref(dloss),
+                    ref(prediction), ref(target), mut(dprediction), n,
+                    compute);
+  return launched("mean squared error gradient kernel") ? MP_OK
+                                                        : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpLayerNorm(const mpTensor *x, const mpTensor *scale,
+                               const mpTensor *bias, mpTensor *y,
+                               mpTensor *mean, mpTensor *rstd, int64_t axis,
+                               float epsilon, mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  int64_t rows, cols;
+  if (!validFloat(x) || !validFloat(scale) || !validFloat(bias) ||
+      !validFloat(y) || !validFloat(mean) || !validFloat(rstd) ||
+      !sameShape(x, y) || !sameShape(scale, bias) || !isFloatType(compute) ||
+      !(epsilon > 0) || !layerNormPlan(x, scale, mean, axis, rows, cols) ||
+      mpNumElements(rstd) != rows)
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (!rows || !cols)
+    return MP_OK;
+  if (compute == MP_F64)
+    layerNormKernel<double><<<rowGrid(rows), kThreads, 0, context()->stream>>>(
+        ref(x), ref(scale), ref(bias), mut(y), mut(mean), mut(rstd), rows,
+        cols, double(epsilon), compute);
+  else
+    layerNormKernel<float><<<rowGrid(rows), kThreads, 0, context()->stream>>>(
+        ref(x), ref(scale), ref(bias), mut(y), mut(mean), mut(rstd), rows,
+        cols, epsilon, compute);
+  return launched("layer norm kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
+                                   const mpTensor *scale,
+                                   const mpTensor *mean, const mpTensor *rstd,
+                                   mpTensor *dx, mpTensor *dscale,
+                                   mpTensor *dbias, int64_t axis,
+                                   mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  int64_t rows, cols;
+  if (!validFloat(dy) || !validFloat(x) || !validFloat(scale) ||
+      !validFloat(mean) || !validFloat(rstd) || !validFloat(dx) ||
+      !validFloat(dscale) || !validFloat(dbias) || !sameShape(dy, x) ||
+      !sameShape(dx, x) || !sameShape(dscale, scale) ||
+      !sameShape(dbias, scale) || !isFloatType(compute) ||
+      !layerNormPlan(x, scale, mean, axis, rows, cols) ||
+      mpNumElements(rstd) != rows)
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (!cols)
+    return MP_OK;
+  if (rows) {
+    MP_LAUNCH_COMPUTE(compute, layerNormGradRowsKernel, rowGrid(rows), ref(dy),
+                      ref(x), ref(scale), ref(mean), ref(rstd), mut(dx), rows,
+                      cols, compute);
+    if (!launched("layer norm gradient kernel"))
+      return MP_ERROR_BACKEND;
+  }
+  return compute == MP_F64
+             ? layerNormGradColumns<double>(dy, x, mean, rstd, dscale, dbias,
+                                            rows, cols, compute)
+             : layerNormGradColumns<float>(dy, x, mean, rstd, dscale, dbias,
+                                           rows, cols, compute);
+}

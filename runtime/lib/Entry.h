@@ -1,0 +1,106 @@
+//===- Entry.h - argument-block decoding shared by the backends -*- C++ -*-===//
+//
+// Internal to the runtime. The sticky error of MPCompiled.h and the decoder
+// of the argument blocks compiled code passes to `mprt_<entry>`. Both
+// backends decode blocks with this class (Entries.inc instantiates the entry
+// points once per backend); a backend whose kernels cannot read host memory
+// passes a `resolve` hook that maps pointers to its own memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_RUNTIME_LIB_ENTRY_H
+#define MP_RUNTIME_LIB_ENTRY_H
+
+#include "mp/Runtime/MPCompiled.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace mp::rt {
+
+/// Records the first error since the last mprtTakeError: "mprt_<entry>
+/// (call site N): reason". Later errors are dropped.
+void fail(const char *entry, int64_t site, const std::string &reason);
+/// Records `message` as it is (errors outside an entry point).
+void failMessage(const std::string &message);
+/// Whether an error is pending (every entry point then returns at once).
+bool hasError();
+/// A kernel that returns a failing status may leave the detail behind it
+/// here (the CUDA or cuBLAS call and its status string); Block::check adds
+/// it to the message.
+void setDetail(std::string detail);
+std::string takeDetail();
+
+/// Maps a tensor's data pointer for the backend's kernels. `output` says
+/// whether the kernel writes it. Returns null (after recording an error) for
+/// a pointer the backend cannot use.
+using ResolveFn = void *(*)(void *data, size_t bytes, bool output,
+                            const char *entry, int64_t site);
+
+class Block {
+public:
+  Block(const char *entry, const int64_t *words, ResolveFn resolve = nullptr)
+      : entry(entry), p(words), site(*p++), resolve(resolve) {}
+
+  int64_t i() { return *p++; }
+  double f() {
+    double d;
+    std::memcpy(&d, p++, sizeof(d));
+    return d;
+  }
+  mpElementType type() { return static_cast<mpElementType>(*p++); }
+  /// A tensor the kernel reads.
+  mpTensor tensor() { return decode(/*output=*/false); }
+  /// A tensor the kernel writes.
+  mpTensor output() { return decode(/*output=*/true); }
+  std::vector<int64_t> ints(int64_t n) {
+    std::vector<int64_t> v(p, p + n);
+    p += n;
+    return v;
+  }
+  /// Records a failing status; returns whether the call succeeded.
+  bool check(mpStatus status) {
+    if (status == MP_OK)
+      return true;
+    std::string reason = mpStatusString(status);
+    std::string detail = takeDetail();
+    if (!detail.empty())
+      reason += ": " + detail;
+    fail(entry, site, reason);
+    return false;
+  }
+  const char *name() const { return entry; }
+  int64_t callSite() const { return site; }
+
+private:
+  mpTensor decode(bool output) {
+    mpTensor t{};
+    t.data = reinterpret_cast<void *>(static_cast<intptr_t>(*p++));
+    t.elementType = static_cast<mpElementType>(*p++);
+    int64_t rank = *p++;
+    if (rank < 0 || rank > MP_MAX_RANK) {
+      fail(entry, site, "tensor rank out of range");
+      rank = 0;
+    }
+    t.rank = static_cast<int32_t>(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      t.shape[d] = *p++;
+    if (resolve && t.data) {
+      int64_t n = mpNumElements(&t);
+      size_t bytes = n < 0 ? 0 : size_t(n) * mpElementSize(t.elementType);
+      t.data = resolve(t.data, bytes, output, entry, site);
+    }
+    return t;
+  }
+
+  const char *entry;
+  const int64_t *p;
+  int64_t site;
+  ResolveFn resolve;
+};
+
+} // namespace mp::rt
+
+#endif // MP_RUNTIME_LIB_ENTRY_H
