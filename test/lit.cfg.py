@@ -38,3 +38,21 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 # The mlir-opt plugin exists where a shared libMLIR was found.
 if os.path.exists(os.path.join(config.mp_obj_root, "lib", "MPPlugin.so")):
     config.available_features.add("mlir-opt-plugin")
+
+# The CUDA backend: built (cuda-backend) and, when `mp-runner --device-info`
+# finds a GPU, runnable (cuda-device). Tests of the GPU declare
+# `REQUIRES: cuda-device` and are reported UNSUPPORTED, not passed, on
+# machines without one.
+if config.mp_has_cuda:
+    config.available_features.add("cuda-backend")
+    import subprocess
+    try:
+        info = subprocess.run(
+            [os.path.join(config.mp_tools_dir, "mp-runner"), "--device-info"],
+            capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        info = ""
+    if "  GPU 0:" in info:
+        config.available_features.add("cuda-device")
+    else:
+        lit_config.note("no CUDA device: the CUDA tests are reported UNSUPPORTED")

@@ -6,6 +6,9 @@
 #include "mp/Dialect/TG/IR/TGDialect.h"
 #include "mp/Dialect/TG/Transforms/Passes.h"
 #include "mp/Runtime/MPCompiled.h"
+#ifdef MP_RUNTIME_HAS_CUDA
+#include "mp/Runtime/MPCuda.h"
+#endif
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -157,7 +160,12 @@ CompiledStep::~CompiledStep() = default;
 
 llvm::Expected<std::unique_ptr<CompiledStep>>
 CompiledStep::create(ModuleOp module, StepSignature signature,
-                     unsigned optLevel) {
+                     unsigned optLevel, bool cuda) {
+#ifndef MP_RUNTIME_HAS_CUDA
+  if (cuda)
+    return createStringError(std::errc::not_supported,
+                             "this build has no CUDA backend");
+#endif
   prepareLLVM(module.getContext());
   ExecutionEngineOptions options;
   auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
@@ -167,10 +175,16 @@ CompiledStep::create(ModuleOp module, StepSignature signature,
   auto engine = ExecutionEngine::create(module, options);
   if (!engine)
     return engine.takeError();
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+  (*engine)->registerSymbols([cuda](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
     int32_t count = 0;
+#ifdef MP_RUNTIME_HAS_CUDA
+    const mprtSymbol *symbols =
+        cuda ? mprtCudaGetSymbols(&count) : mprtGetSymbols(&count);
+#else
+    (void)cuda;
     const mprtSymbol *symbols = mprtGetSymbols(&count);
+#endif
     for (int32_t k = 0; k < count; ++k)
       map[interner(symbols[k].name)] = {
           llvm::orc::ExecutorAddr::fromPtr(symbols[k].address),

@@ -85,13 +85,16 @@ mlir::FailureOr<StepSignature> lowerStep(mlir::ModuleOp module,
 class CompiledStep {
 public:
   ~CompiledStep();
-  /// Compiles the lowered `module` (from lowerStep).
+  /// Compiles the lowered `module` (from lowerStep), binding its runtime
+  /// calls to the CPU backend or, with `cuda`, to the CUDA backend.
   static llvm::Expected<std::unique_ptr<CompiledStep>>
-  create(mlir::ModuleOp module, StepSignature signature, unsigned optLevel);
+  create(mlir::ModuleOp module, StepSignature signature, unsigned optLevel,
+         bool cuda = false);
 
   const StepSignature &signature() const { return sig; }
-  /// Runs one step on one buffer per argument and destination; reports
-  /// runtime errors.
+  /// Runs one step on one buffer per argument and destination (host memory
+  /// for the CPU backend, the CUDA backend's device memory for CUDA);
+  /// reports runtime errors.
   llvm::Error run(llvm::ArrayRef<void *> buffers);
 
 private:

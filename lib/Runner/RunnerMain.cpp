@@ -42,11 +42,13 @@ namespace {
 struct Options {
   cl::OptionCategory category{"mp-runner options"};
   cl::opt<std::string> input{cl::Positional, cl::desc("<step.mlir>"),
-                             cl::Required, cl::cat(category)};
+                             cl::init(""), cl::cat(category)};
   cl::opt<int64_t> steps{"steps", cl::desc("Train until this step"),
                          cl::init(100), cl::cat(category)};
-  cl::opt<std::string> amp{"amp", cl::desc("f16, bf16 or off"),
-                           cl::init("f16"), cl::cat(category)};
+  cl::opt<std::string> amp{"amp",
+                           cl::desc("f16, bf16, off, or auto (what the "
+                                    "device runs fast)"),
+                           cl::init("auto"), cl::cat(category)};
   cl::opt<std::string> ampOptions{
       "amp-options",
       cl::desc("tg-mixed-precision options, e.g. \"loss-scaling=dynamic "
@@ -101,8 +103,13 @@ struct Options {
   cl::opt<bool> noProgress{"no-progress",
                            cl::desc("Plain lines even on a terminal"),
                            cl::init(false), cl::cat(category)};
+  cl::opt<bool> cudaGraphs{"cuda-graphs",
+                           cl::desc("Capture the step as a CUDA graph after "
+                                    "warm-up and replay it"),
+                           cl::init(true), cl::cat(category)};
   cl::opt<bool> deviceInfo{"device-info",
-                           cl::desc("Describe the backends and exit"),
+                           cl::desc("Describe the CPU, the GPUs and the "
+                                    "backends, and exit"),
                            cl::init(false), cl::cat(category)};
 };
 
@@ -292,13 +299,15 @@ public:
     llvm::outs() << "\n";
   }
 
-  void record(int64_t step) {
+  llvm::Error record(int64_t step) {
     for (Run *run : runs) {
       const StepRecord &r = run->records.back();
       if (file) {
         // Hashing every parameter is only worth it when someone reads it.
-        std::string hash =
-            llvm::formatv("{0:x16}", run->trainer->weightsHash()).str();
+        llvm::Expected<uint64_t> weights = run->trainer->weightsHash();
+        if (!weights)
+          return weights.takeError();
+        std::string hash = llvm::formatv("{0:x16}", *weights).str();
         if (csv)
           *file << run->label << ","
                 << llvm::format("%lld,%.9g,%.9g,%lld,%d,%lld,%.6f,",
@@ -339,10 +348,10 @@ public:
       }
       llvm::outs() << (last ? "\n" : "   ");
       llvm::outs().flush();
-      return;
+      return llvm::Error::success();
     }
     if (step % every != 0 && !last && step != first + 1)
-      return;
+      return llvm::Error::success();
     llvm::outs() << llvm::formatv("{0,6}", step);
     for (Run *run : runs) {
       const StepRecord &r = run->records.back();
@@ -358,6 +367,7 @@ public:
     }
     llvm::outs() << "\n";
     llvm::outs().flush();
+    return llvm::Error::success();
   }
 
 private:
@@ -391,21 +401,29 @@ int mp::runnerMain(int argc, char **argv) {
       "mp-runner: compile a tg training step and train a model with it\n");
 
   if (o.deviceInfo) {
-    llvm::outs() << "CPU backend: available (OpenBLAS GEMM, f16/bf16 storage "
-                    "with exact conversions)\n"
-                    "CUDA backend: not part of this build\n";
+    describeDevices(llvm::outs());
     return 0;
   }
-  if (o.amp != "f16" && o.amp != "bf16" && o.amp != "off")
-    return fail("--amp must be f16, bf16 or off, not '" + o.amp + "'");
-  if (o.backend == "cuda")
-    return fail("--backend=cuda: this build has no CUDA backend; use "
-                "--backend=cpu or auto");
-  if (o.backend != "cpu" && o.backend != "auto")
+  if (o.input.empty())
+    return fail("no training step given (mp-runner <step.mlir>; see --help)");
+  if (o.amp != "f16" && o.amp != "bf16" && o.amp != "off" && o.amp != "auto")
+    return fail("--amp must be f16, bf16, off or auto, not '" + o.amp + "'");
+  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
     return fail("--backend must be cpu, cuda or auto, not '" + o.backend + "'");
   if (o.steps < 1)
     return fail("--steps must be at least 1");
-  if (o.compare && o.amp == "off")
+  llvm::Expected<BackendChoice> backend = chooseBackend(o.backend);
+  if (!backend)
+    return fail(backend.takeError());
+  std::string ampMode = o.amp, ampNote;
+  if (ampMode == "auto") {
+    auto [mode, why] = defaultAmp(backend->backend);
+    ampMode = mode;
+    ampNote = "--amp=auto: " + mode + ", " + why;
+  } else if (llvm::Error err = checkAmpSupported(backend->backend, ampMode)) {
+    return fail(std::move(err));
+  }
+  if (o.compare && ampMode == "off")
     return fail("--compare needs --amp=f16 or --amp=bf16 to compare with FP32");
   if (o.compare && (!o.resume.empty() || !o.checkpoint.empty()))
     return fail("--compare does not take checkpoints");
@@ -415,9 +433,9 @@ int mp::runnerMain(int argc, char **argv) {
   // Compile each variant in its own session.
   std::vector<std::pair<std::string, std::string>> variants;
   if (o.compare)
-    variants = {{"fp32", "off"}, {o.amp, o.amp}};
+    variants = {{"fp32", "off"}, {ampMode, ampMode}};
   else
-    variants = {{o.amp == "off" ? std::string("fp32") : o.amp, o.amp}};
+    variants = {{ampMode == "off" ? std::string("fp32") : ampMode, ampMode}};
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<Run> runs;
   ModelShape modelShape;
@@ -439,13 +457,19 @@ int mp::runnerMain(int argc, char **argv) {
     FailureOr<StepSignature> sig = lowerStep(*module, o.entry, amp);
     if (failed(sig))
       return 1;
-    auto compiled = CompiledStep::create(*module, std::move(*sig), o.optLevel);
+    auto compiled =
+        CompiledStep::create(*module, std::move(*sig), o.optLevel,
+                             backend->backend == Backend::CUDA);
     if (!compiled)
       return fail(compiled.takeError());
+    auto trainer = Trainer::create(label, std::move(*compiled),
+                                   backend->backend, o.cudaGraphs);
+    if (!trainer)
+      return fail(trainer.takeError());
     Run run;
     run.label = label;
     run.amp = mode;
-    run.trainer = std::make_unique<Trainer>(label, std::move(*compiled));
+    run.trainer = std::move(*trainer);
     runs.push_back(std::move(run));
   }
 
@@ -460,15 +484,16 @@ int mp::runnerMain(int argc, char **argv) {
 
   int64_t first = 0;
   for (Run &run : runs)
-    run.trainer->initialize(o.seed);
+    if (llvm::Error err = run.trainer->initialize(o.seed))
+      return fail(std::move(err));
   if (!o.resume.empty()) {
     llvm::Expected<Checkpoint> ckpt = readSafetensors(o.resume);
     if (!ckpt)
       return fail(ckpt.takeError());
     auto amp = ckpt->metadata.find("amp");
-    if (amp != ckpt->metadata.end() && amp->second != o.amp)
+    if (amp != ckpt->metadata.end() && amp->second != ampMode)
       return fail(o.resume + ": was written with --amp=" + amp->second +
-                  ", this run has --amp=" + o.amp);
+                  ", this run has --amp=" + ampMode);
     llvm::Expected<int64_t> step = runs[0].trainer->restore(*ckpt, o.resume);
     if (!step)
       return fail(step.takeError());
@@ -480,12 +505,12 @@ int mp::runnerMain(int argc, char **argv) {
 
   llvm::outs() << "mp-runner: " << o.input << " (" << sig.entry << "), "
                << data->description << "\n";
-  llvm::outs() << "backend: cpu" << (o.backend == "auto"
-                                         ? " (auto: no CUDA backend in this "
-                                           "build)"
-                                         : "")
+  llvm::outs() << "backend: " << backendName(backend->backend)
+               << (backend->note.empty() ? "" : " (" + backend->note + ")")
                << "; steps " << first + 1 << ".." << o.steps << "; seed "
                << o.seed << "\n";
+  if (!ampNote.empty())
+    llvm::outs() << ampNote << "\n";
 
   std::vector<Run *> active;
   for (Run &run : runs)
@@ -499,13 +524,16 @@ int mp::runnerMain(int argc, char **argv) {
     return std::map<std::string, std::string>{
         {"format", "mp-runner checkpoint"},
         {"model", o.input},
-        {"amp", o.amp},
+        {"amp", ampMode},
         {"amp_options", o.ampOptions},
         {"seed", std::to_string(o.seed)}};
   };
   auto saveCheckpoint = [&](int64_t step) -> llvm::Error {
-    return writeSafetensors(o.checkpoint,
-                            runs[0].trainer->checkpoint(step, metadata()));
+    llvm::Expected<Checkpoint> ckpt =
+        runs[0].trainer->checkpoint(step, metadata());
+    if (!ckpt)
+      return ckpt.takeError();
+    return writeSafetensors(o.checkpoint, *ckpt);
   };
 
   for (int64_t step = first; step < o.steps; ++step) {
@@ -516,7 +544,8 @@ int mp::runnerMain(int argc, char **argv) {
                     llvm::toString(r.takeError()));
       run.records.push_back(*r);
     }
-    logger.record(step + 1);
+    if (llvm::Error err = logger.record(step + 1))
+      return fail(std::move(err));
     if (!o.checkpoint.empty() && o.checkpointEvery > 0 &&
         (step + 1) % o.checkpointEvery == 0 && step + 1 != o.steps)
       if (llvm::Error err = saveCheckpoint(step + 1))
@@ -561,11 +590,14 @@ int mp::runnerMain(int argc, char **argv) {
       llvm::outs() << llvm::formatv("step time {0} / fp32: {1:f2}x\n",
                                     runs[1].label, t1 / t0);
   }
-  mprtAllocatorStats stats;
-  mprtGetAllocatorStats(&stats);
+  mprtAllocatorStats stats = runs[0].trainer->allocatorStats();
+  int64_t bufferBytes = 0;
+  for (Run &run : runs)
+    bufferBytes += run.trainer->bufferBytes();
   llvm::outs() << llvm::formatv(
-      "runtime allocator: {0} system allocations, {1} served from the cache, "
-      "peak {2:f2} MiB\n",
+      "{0} allocator: {1} system allocations, {2} served from the cache, "
+      "peak {3:f2} MiB\n",
+      backend->backend == Backend::CUDA ? "device" : "runtime",
       stats.systemAllocations, stats.cacheHits,
       stats.peakBytesInUse / 1048576.0);
 
@@ -606,7 +638,11 @@ int mp::runnerMain(int argc, char **argv) {
         {"model", o.input},
         {"steps", int64_t(o.steps)},
         {"first_step", int64_t(first + 1)},
+        {"backend", backendName(backend->backend)},
+        {"amp", ampMode},
         {"system_allocations", int64_t(stats.systemAllocations)},
+        {"peak_bytes", int64_t(stats.peakBytesInUse)},
+        {"buffer_bytes", bufferBytes},
         {"runs", std::move(runsJson)}};
     if (llvm::Error err =
             llvm::writeToOutput(o.summary, [&](llvm::raw_ostream &os) {

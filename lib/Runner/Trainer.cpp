@@ -32,18 +32,79 @@ Trainer::Trainer(std::string label, std::unique_ptr<CompiledStep> step)
   logitsResult = sig.findOutput("logits");
 }
 
+llvm::Expected<std::unique_ptr<Trainer>>
+Trainer::create(std::string label, std::unique_ptr<CompiledStep> step,
+                Backend backend, bool useGraphs) {
+  std::unique_ptr<Trainer> trainer(
+      new Trainer(std::move(label), std::move(step)));
+  auto executor = Executor::create(backend, *trainer->compiled,
+                                   trainer->buffers, useGraphs);
+  if (!executor)
+    return executor.takeError();
+  trainer->executor = std::move(*executor);
+  return trainer;
+}
+
+// The executor goes first: it may still hold the compiled step's constants.
+Trainer::~Trainer() { executor.reset(); }
+
+int64_t Trainer::bufferBytes() const {
+  int64_t bytes = 0;
+  for (const HostTensor &t : buffers)
+    bytes += int64_t(t.byteSize());
+  return bytes;
+}
+
+bool Trainer::isBatch(unsigned arg) const {
+  tg::ArgRole role = signature().arguments[arg].role;
+  return role == tg::ArgRole::Input || role == tg::ArgRole::Label;
+}
+
+llvm::Error Trainer::uploadPersistent() {
+  for (unsigned k = 0; k < signature().arguments.size(); ++k)
+    if (isPersistent(k))
+      if (llvm::Error err = executor->upload(k))
+        return err;
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::downloadPersistent() {
+  for (unsigned k = 0; k < signature().arguments.size(); ++k)
+    if (isPersistent(k))
+      if (llvm::Error err = executor->download(k))
+        return err;
+  return executor->finish();
+}
+
+llvm::Error Trainer::runStep(llvm::ArrayRef<unsigned> results) {
+  for (unsigned k = 0; k < signature().arguments.size(); ++k)
+    if (isBatch(k))
+      if (llvm::Error err = executor->upload(k))
+        return err;
+  if (llvm::Error err = executor->run())
+    return err;
+  for (unsigned k : results)
+    if (llvm::Error err = executor->download(k))
+      return err;
+  return executor->finish();
+}
+
 bool Trainer::isPersistent(unsigned arg) const {
   tg::ArgRole role = signature().arguments[arg].role;
   return role == tg::ArgRole::Param || role == tg::ArgRole::State;
 }
 
-const HostTensor &Trainer::result(unsigned r) const {
+unsigned Trainer::resultBuffer(unsigned r) const {
   const StepSignature &sig = signature();
   auto it = llvm::find(sig.destinations, r);
-  return buffers[sig.arguments.size() + (it - sig.destinations.begin())];
+  return sig.arguments.size() + (it - sig.destinations.begin());
 }
 
-void Trainer::initialize(uint64_t seed) {
+const HostTensor &Trainer::result(unsigned r) const {
+  return buffers[resultBuffer(r)];
+}
+
+llvm::Error Trainer::initialize(uint64_t seed) {
   for (auto [k, a] : llvm::enumerate(signature().arguments)) {
     if (!isPersistent(k))
       continue;
@@ -79,16 +140,12 @@ void Trainer::initialize(uint64_t seed) {
     for (int64_t i = 0; i < t.numElements(); ++i)
       t.setFloat(i, uniform(rng));
   }
+  return uploadPersistent();
 }
 
-std::vector<void *> Trainer::bufferPointers() {
-  std::vector<void *> pointers;
-  for (HostTensor &t : buffers)
-    pointers.push_back(t.data());
-  return pointers;
-}
-
-uint64_t Trainer::weightsHash() const {
+llvm::Expected<uint64_t> Trainer::weightsHash() {
+  if (llvm::Error err = downloadPersistent())
+    return std::move(err);
   uint64_t h = 0xcbf29ce484222325ull;
   for (auto [k, a] : llvm::enumerate(signature().arguments))
     if (isPersistent(k) && !llvm::StringRef(a.name).starts_with("amp."))
@@ -98,9 +155,17 @@ uint64_t Trainer::weightsHash() const {
 
 llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
   data.fillBatch(data.train, data.trainSamples, index, buffers);
-  std::vector<void *> pointers = bufferPointers();
+  // What the record reads: the loss, the skip predicate, the loss scale.
+  const StepSignature &sig = signature();
+  llvm::SmallVector<unsigned> wanted{resultBuffer(sig.lossResult)};
+  if (foundInfResult)
+    wanted.push_back(resultBuffer(*foundInfResult));
+  if (scaleArg)
+    wanted.push_back(*scaleArg);
+  if (goodStepsArg)
+    wanted.push_back(*goodStepsArg);
   auto start = std::chrono::steady_clock::now();
-  if (llvm::Error err = compiled->run(pointers))
+  if (llvm::Error err = runStep(wanted))
     return std::move(err);
   auto end = std::chrono::steady_clock::now();
   StepRecord record;
@@ -136,6 +201,8 @@ Trainer::evaluate(const Dataset &data) {
           logits.numElements() ||
       (buffers[*label].type != MP_I32 && buffers[*label].type != MP_I64))
     return std::optional<double>();
+  if (llvm::Error err = downloadPersistent())
+    return std::move(err);
   std::vector<HostTensor> saved;
   for (auto [k, a] : llvm::enumerate(sig.arguments))
     if (isPersistent(k))
@@ -143,10 +210,9 @@ Trainer::evaluate(const Dataset &data) {
   int64_t correct = 0, total = 0;
   int64_t classes = logits.shape.back();
   int64_t batch = sig.arguments[*label].shape.front();
-  std::vector<void *> pointers = bufferPointers();
   for (int64_t b = 0, e = data.evalBatches(batch); b < e; ++b) {
     data.fillBatch(data.eval, data.evalSamples, b, buffers);
-    if (llvm::Error err = compiled->run(pointers))
+    if (llvm::Error err = runStep({resultBuffer(*logitsResult)}))
       return std::move(err);
     const HostTensor &labels = buffers[*label];
     for (int64_t i = 0; i < labels.numElements(); ++i) {
@@ -163,14 +229,18 @@ Trainer::evaluate(const Dataset &data) {
     for (unsigned k = 0; k < sig.arguments.size(); ++k)
       if (isPersistent(k))
         llvm::copy(saved[s++].storage, buffers[k].storage.begin());
+    if (llvm::Error err = uploadPersistent())
+      return std::move(err);
   }
   if (!total)
     return std::optional<double>();
   return std::optional<double>(100.0 * correct / total);
 }
 
-Checkpoint Trainer::checkpoint(int64_t step,
-                               std::map<std::string, std::string> metadata) const {
+llvm::Expected<Checkpoint>
+Trainer::checkpoint(int64_t step, std::map<std::string, std::string> metadata) {
+  if (llvm::Error err = downloadPersistent())
+    return std::move(err);
   Checkpoint ckpt;
   for (auto [k, a] : llvm::enumerate(signature().arguments))
     if (isPersistent(k))
@@ -209,10 +279,14 @@ llvm::Expected<int64_t> Trainer::restore(const Checkpoint &ckpt,
         it->second.shape != buffers[k].shape)
       return fail("tensor '" + a.name + "' is " + it->second.describe() +
                   ", the step needs " + buffers[k].describe());
-    buffers[k] = it->second;
+    // In place: the executor's buffers (and a captured graph) keep
+    // pointing at these.
+    llvm::copy(it->second.storage, buffers[k].storage.begin());
   }
   auto skippedIt = ckpt.metadata.find("skipped_steps");
   if (skippedIt != ckpt.metadata.end())
     (void)llvm::StringRef(skippedIt->second).getAsInteger(10, skipped);
+  if (llvm::Error err = uploadPersistent())
+    return std::move(err);
   return step;
 }

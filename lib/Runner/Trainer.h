@@ -11,6 +11,7 @@
 
 #include "CompiledStep.h"
 #include "Dataset.h"
+#include "Executor.h"
 
 namespace mp::runner {
 
@@ -27,14 +28,19 @@ struct StepRecord {
 
 class Trainer {
 public:
-  Trainer(std::string label, std::unique_ptr<CompiledStep> step);
+  /// A trainer running `step` on `backend` (CUDA graphs after warm-up when
+  /// `useGraphs`).
+  static llvm::Expected<std::unique_ptr<Trainer>>
+  create(std::string label, std::unique_ptr<CompiledStep> step,
+         Backend backend, bool useGraphs);
+  ~Trainer();
 
   const std::string &label() const { return name; }
   const StepSignature &signature() const { return compiled->signature(); }
 
   /// Parameters from tg.init, else seeded uniform in +-1/sqrt(fan-in) for
   /// matrices and zeros for vectors; state from tg.init or zeros.
-  void initialize(uint64_t seed);
+  llvm::Error initialize(uint64_t seed);
 
   /// Runs training step `index` (0-based) on its batch.
   llvm::Expected<StepRecord> step(int64_t index, const Dataset &data);
@@ -44,26 +50,40 @@ public:
   /// step on each batch and restores parameters and state afterwards.
   llvm::Expected<std::optional<double>> evaluate(const Dataset &data);
 
-  Checkpoint checkpoint(int64_t step,
-                        std::map<std::string, std::string> metadata) const;
+  llvm::Expected<Checkpoint>
+  checkpoint(int64_t step, std::map<std::string, std::string> metadata);
   /// Restores parameters and state; returns the step to continue from.
   llvm::Expected<int64_t> restore(const Checkpoint &ckpt,
                                   llvm::StringRef path);
 
   /// FNV-1a of the parameters and optimizer state (not the loss scale).
-  uint64_t weightsHash() const;
+  llvm::Expected<uint64_t> weightsHash();
   int64_t skippedSteps() const { return skipped; }
+  mprtAllocatorStats allocatorStats() const {
+    return executor->allocatorStats();
+  }
+  /// Bytes of the step's arguments and destinations.
+  int64_t bufferBytes() const;
 
 private:
+  Trainer(std::string label, std::unique_ptr<CompiledStep> step);
   bool isPersistent(unsigned arg) const;
+  bool isBatch(unsigned arg) const;
+  /// The buffer index of result `r`.
+  unsigned resultBuffer(unsigned r) const;
   const HostTensor &result(unsigned r) const;
-  /// One pointer per argument and destination, as the step takes them.
-  std::vector<void *> bufferPointers();
+  /// Moves the parameters and state to or from the executor.
+  llvm::Error uploadPersistent();
+  llvm::Error downloadPersistent();
+  /// Uploads the batch, runs one step, waits and downloads `results`
+  /// (buffer indices).
+  llvm::Error runStep(llvm::ArrayRef<unsigned> results);
 
   std::string name;
   std::unique_ptr<CompiledStep> compiled;
   /// Arguments, then destinations.
   std::vector<HostTensor> buffers;
+  std::unique_ptr<Executor> executor;
   std::optional<unsigned> scaleArg, goodStepsArg, foundInfResult, logitsResult;
   int64_t skipped = 0;
 };

@@ -1,0 +1,351 @@
+//===- Executor.cpp - where a compiled step runs --------------------------===//
+
+#include "Executor.h"
+
+#ifdef MP_RUNTIME_HAS_CUDA
+#include "mp/Runtime/MPCuda.h"
+#endif
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mp;
+using namespace mp::runner;
+using llvm::createStringError;
+
+llvm::StringRef runner::backendName(Backend backend) {
+  return backend == Backend::CUDA ? "cuda" : "cpu";
+}
+
+static llvm::Error runtimeError(llvm::StringRef what) {
+  const char *message = mprtTakeError();
+  return createStringError(std::errc::io_error, "%s: %s", what.str().c_str(),
+                           message ? message : "unknown error");
+}
+
+//===----------------------------------------------------------------------===//
+// Device queries
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct CpuFeatures {
+  bool avx2 = false, avx512 = false, avx512bf16 = false, f16c = false;
+};
+
+CpuFeatures cpuFeatures() {
+  CpuFeatures f;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.avx512 = __builtin_cpu_supports("avx512f");
+  f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  f.f16c = __builtin_cpu_supports("f16c");
+#endif
+  return f;
+}
+
+/// The "model name" line of /proc/cpuinfo, else LLVM's name for the CPU.
+std::string cpuName() {
+  if (auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/cpuinfo")) {
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*buffer)->getBuffer().split(lines, '\n');
+    for (llvm::StringRef line : lines)
+      if (line.starts_with("model name"))
+        return line.split(':').second.trim().str();
+  }
+  return llvm::sys::getHostCPUName().str();
+}
+
+const char *yesNo(bool b) { return b ? "yes" : "no"; }
+
+} // namespace
+
+#ifdef MP_RUNTIME_HAS_CUDA
+/// The first GPU, when there is one (the one the CUDA backend uses).
+static std::optional<mprtCudaDeviceInfo> firstGpu(std::string &why) {
+  if (mprtCudaDeviceCount() < 1) {
+    const char *message = mprtTakeError();
+    why = message ? message : "no CUDA device";
+    return std::nullopt;
+  }
+  mprtCudaDeviceInfo info;
+  if (mprtCudaQueryDevice(0, &info) != MP_OK) {
+    const char *message = mprtTakeError();
+    why = message ? message : "cannot query device 0";
+    return std::nullopt;
+  }
+  return info;
+}
+#endif
+
+llvm::Expected<BackendChoice> runner::chooseBackend(llvm::StringRef option) {
+  if (option == "cpu")
+    return BackendChoice{Backend::CPU, ""};
+  if (option != "cuda" && option != "auto")
+    return createStringError(std::errc::invalid_argument,
+                             "--backend must be cpu, cuda or auto, not '%s'",
+                             option.str().c_str());
+#ifdef MP_RUNTIME_HAS_CUDA
+  if (mprtCudaInitialize(0) == MP_OK)
+    return BackendChoice{Backend::CUDA, ""};
+  const char *message = mprtTakeError();
+  std::string why = message ? message : "no CUDA device";
+  if (option == "cuda")
+    return createStringError(std::errc::no_such_device, "--backend=cuda: %s",
+                             why.c_str());
+  return BackendChoice{Backend::CPU, "auto: " + why};
+#else
+  if (option == "cuda")
+    return createStringError(std::errc::not_supported,
+                             "--backend=cuda: this build has no CUDA backend; "
+                             "use --backend=cpu or auto");
+  return BackendChoice{Backend::CPU, "auto: no CUDA backend in this build"};
+#endif
+}
+
+std::pair<std::string, std::string> runner::defaultAmp(Backend backend) {
+#ifdef MP_RUNTIME_HAS_CUDA
+  if (backend == Backend::CUDA) {
+    std::string why;
+    if (std::optional<mprtCudaDeviceInfo> gpu = firstGpu(why)) {
+      if (gpu->bf16TensorCores)
+        return {"bf16", "bf16 tensor cores (compute capability " +
+                            std::to_string(gpu->major) + "." +
+                            std::to_string(gpu->minor) + ")"};
+      if (gpu->f16TensorCores)
+        return {"f16", "f16 tensor cores, no bf16 (compute capability " +
+                           std::to_string(gpu->major) + "." +
+                           std::to_string(gpu->minor) + ")"};
+      return {"off", "no tensor cores"};
+    }
+  }
+#endif
+  (void)backend;
+  CpuFeatures f = cpuFeatures();
+  if (f.avx512bf16)
+    return {"bf16", "the CPU has AVX-512 BF16"};
+  if (f.f16c)
+    return {"f16", "the CPU has F16C conversions"};
+  return {"off", "the CPU has no f16/bf16 conversion instructions"};
+}
+
+llvm::Error runner::checkAmpSupported(Backend backend, llvm::StringRef amp) {
+#ifdef MP_RUNTIME_HAS_CUDA
+  if (backend != Backend::CUDA || amp == "off")
+    return llvm::Error::success();
+  std::string why;
+  std::optional<mprtCudaDeviceInfo> gpu = firstGpu(why);
+  if (!gpu)
+    return createStringError(std::errc::no_such_device, "%s", why.c_str());
+  std::string device = llvm::formatv("{0} (compute capability {1}.{2})",
+                                     gpu->name, gpu->major, gpu->minor)
+                           .str();
+  if (amp == "bf16" && !gpu->bf16TensorCores)
+    return createStringError(
+        std::errc::not_supported,
+        "--amp=bf16: %s has no bf16 tensor cores (they need compute "
+        "capability 8.0); use %s",
+        device.c_str(),
+        gpu->f16TensorCores ? "--amp=f16" : "--amp=off");
+  if (amp == "f16" && !gpu->f16TensorCores)
+    return createStringError(std::errc::not_supported,
+                             "--amp=f16: %s has no f16 tensor cores (they "
+                             "need compute capability 7.0); use --amp=off",
+                             device.c_str());
+#endif
+  (void)backend;
+  (void)amp;
+  return llvm::Error::success();
+}
+
+void runner::describeDevices(llvm::raw_ostream &os) {
+  CpuFeatures f = cpuFeatures();
+  os << "CPU: " << cpuName() << "\n"
+     << "  AVX2: " << yesNo(f.avx2) << ", AVX-512: " << yesNo(f.avx512)
+     << ", AVX-512 BF16: " << yesNo(f.avx512bf16) << ", F16C: " << yesNo(f.f16c)
+     << "\n"
+     << "CPU backend: available (OpenBLAS f32/f64 GEMM; f16/bf16 storage with "
+        "exact conversions in software)\n";
+  auto [cpuAmp, cpuWhy] = defaultAmp(Backend::CPU);
+  os << "  --amp=auto on the CPU: " << cpuAmp << " (" << cpuWhy << ")\n";
+#ifdef MP_RUNTIME_HAS_CUDA
+  os << "CUDA backend: built for " << MP_CUDA_ARCHITECTURES << "\n";
+  int32_t count = mprtCudaDeviceCount();
+  if (count < 1) {
+    const char *message = mprtTakeError();
+    os << "  no CUDA device: " << (message ? message : "none found") << "\n"
+       << "  --backend=auto runs on the CPU\n";
+    return;
+  }
+  for (int32_t d = 0; d < count; ++d) {
+    mprtCudaDeviceInfo g;
+    if (mprtCudaQueryDevice(d, &g) != MP_OK) {
+      const char *message = mprtTakeError();
+      os << "  GPU " << d << ": " << (message ? message : "cannot query")
+         << "\n";
+      continue;
+    }
+    os << llvm::formatv("  GPU {0}: {1}, compute capability {2}.{3}, {4} SMs, "
+                        "{5:f1} GiB\n",
+                        d, g.name, g.major, g.minor, g.multiprocessors,
+                        g.totalMemory / double(1 << 30));
+    os << llvm::formatv("    driver {0}.{1}, runtime {2}.{3}\n",
+                        g.driverVersion / 1000, g.driverVersion % 1000 / 10,
+                        g.runtimeVersion / 1000, g.runtimeVersion % 1000 / 10);
+    os << "    tensor cores: f16 " << yesNo(g.f16TensorCores) << ", bf16 "
+       << yesNo(g.bf16TensorCores) << ", tf32 " << yesNo(g.tf32TensorCores)
+       << ", fp8 " << yesNo(g.fp8TensorCores) << "\n";
+  }
+  auto [gpuAmp, gpuWhy] = defaultAmp(Backend::CUDA);
+  os << "  --amp=auto on the GPU: " << gpuAmp << " (" << gpuWhy << ")\n";
+#else
+  os << "CUDA backend: not part of this build (no CUDA toolkit was found, or "
+        "MP_ENABLE_CUDA=OFF)\n";
+#endif
+}
+
+//===----------------------------------------------------------------------===//
+// Executors
+//===----------------------------------------------------------------------===//
+
+Executor::~Executor() = default;
+
+namespace {
+
+/// The step runs on the host buffers themselves.
+class CpuExecutor final : public Executor {
+public:
+  CpuExecutor(CompiledStep &step, std::vector<HostTensor> &buffers)
+      : step(step), buffers(buffers) {}
+
+  llvm::Error upload(unsigned) override { return llvm::Error::success(); }
+  llvm::Error download(unsigned) override { return llvm::Error::success(); }
+  llvm::Error finish() override { return llvm::Error::success(); }
+  llvm::Error run() override {
+    std::vector<void *> pointers;
+    for (HostTensor &t : buffers)
+      pointers.push_back(t.data());
+    return step.run(pointers);
+  }
+  mprtAllocatorStats allocatorStats() const override {
+    mprtAllocatorStats stats;
+    mprtGetAllocatorStats(&stats);
+    return stats;
+  }
+
+private:
+  CompiledStep &step;
+  std::vector<HostTensor> &buffers;
+};
+
+#ifdef MP_RUNTIME_HAS_CUDA
+/// Device buffers mirror the host buffers; after `kEagerSteps` eager steps
+/// the step is captured once as a CUDA graph and replayed.
+class CudaExecutor final : public Executor {
+public:
+  static constexpr int kEagerSteps = 2;
+
+  CudaExecutor(CompiledStep &step, std::vector<HostTensor> &buffers,
+               bool useGraphs)
+      : step(step), buffers(buffers), useGraphs(useGraphs) {}
+
+  ~CudaExecutor() override {
+    mprtCudaSynchronize();
+    mprtCudaDestroyGraph(graph);
+    for (void *p : device)
+      mprtCudaFree(p);
+    mprtCudaForgetHostConstants();
+    (void)mprtTakeError();
+  }
+
+  llvm::Error allocate() {
+    for (HostTensor &t : buffers) {
+      void *p = mprtCudaMalloc(t.byteSize());
+      if (!p)
+        return runtimeError("allocating a step buffer on the GPU");
+      device.push_back(p);
+    }
+    return llvm::Error::success();
+  }
+
+  llvm::Error upload(unsigned k) override {
+    if (mprtCudaCopyToDevice(device[k], buffers[k].data(),
+                             buffers[k].byteSize()) != MP_OK)
+      return runtimeError("copying to the GPU");
+    return llvm::Error::success();
+  }
+
+  llvm::Error download(unsigned k) override {
+    if (mprtCudaCopyToHost(buffers[k].data(), device[k],
+                           buffers[k].byteSize()) != MP_OK)
+      return runtimeError("copying from the GPU");
+    return llvm::Error::success();
+  }
+
+  llvm::Error finish() override {
+    if (mprtCudaSynchronize() != MP_OK)
+      return runtimeError("running the step on the GPU");
+    return llvm::Error::success();
+  }
+
+  llvm::Error run() override {
+    if (graph) {
+      if (mprtCudaLaunchGraph(graph) != MP_OK)
+        return runtimeError("replaying the step's CUDA graph");
+      return llvm::Error::success();
+    }
+    if (!useGraphs || eagerSteps < kEagerSteps) {
+      ++eagerSteps;
+      return step.run(device);
+    }
+    if (mprtCudaBeginCapture() != MP_OK)
+      return runtimeError("capturing the step as a CUDA graph");
+    llvm::Error err = step.run(device);
+    mprtCudaGraph *captured = nullptr;
+    mpStatus ended = mprtCudaEndCapture(&captured);
+    if (err)
+      return err;
+    if (ended != MP_OK)
+      return runtimeError("capturing the step as a CUDA graph");
+    graph = captured;
+    if (mprtCudaLaunchGraph(graph) != MP_OK)
+      return runtimeError("replaying the step's CUDA graph");
+    return llvm::Error::success();
+  }
+
+  mprtAllocatorStats allocatorStats() const override {
+    mprtAllocatorStats stats;
+    mprtCudaGetAllocatorStats(&stats);
+    return stats;
+  }
+
+private:
+  CompiledStep &step;
+  std::vector<HostTensor> &buffers;
+  bool useGraphs;
+  std::vector<void *> device;
+  int eagerSteps = 0;
+  mprtCudaGraph *graph = nullptr;
+};
+#endif
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<Executor>>
+Executor::create(Backend backend, CompiledStep &step,
+                 std::vector<HostTensor> &hostBuffers, bool useGraphs) {
+  if (backend == Backend::CPU)
+    return std::make_unique<CpuExecutor>(step, hostBuffers);
+#ifdef MP_RUNTIME_HAS_CUDA
+  auto executor = std::make_unique<CudaExecutor>(step, hostBuffers, useGraphs);
+  if (llvm::Error err = executor->allocate())
+    return std::move(err);
+  return std::unique_ptr<Executor>(std::move(executor));
+#else
+  (void)useGraphs;
+  return createStringError(std::errc::not_supported,
+                           "this build has no CUDA backend");
+#endif
+}
