@@ -31,6 +31,11 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.mp_tools_dir, append_path=True)
 
+# mp-runner pinned to a backend, for the integration suites that run on both.
+runner = os.path.join(config.mp_tools_dir, "mp-runner")
+config.substitutions.append(("%cpu_runner", runner + " --backend=cpu"))
+config.substitutions.append(("%cuda_runner", runner + " --backend=cuda"))
+
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-runner", "mp-compile"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -1,11 +1,12 @@
 """Trains a step with mp-runner --compare (FP32 against AMP) on a fresh
 seed and checks the final accuracies and the loss curves.
 
-usage: check-amp-training.py <mp-runner> <step.mlir> <amp> <steps>
+usage: check-amp-training.py <mp-runner [options]> <step.mlir> <amp> <steps>
            <max accuracy difference in points> <max mean loss difference>
 """
 
 import json
+import shlex
 import os
 import random
 import subprocess
@@ -18,9 +19,10 @@ def main():
     seed = random.randrange(1 << 30)
     with tempfile.TemporaryDirectory() as tmp:
         summary = os.path.join(tmp, "summary.json")
-        cmd = [runner, step, "--compare", "--amp=" + amp, "--steps", steps,
-               "--seed", str(seed), "--summary", summary, "--no-progress",
-               "--eval-samples", "16384"]
+        cmd = shlex.split(runner) + [
+            step, "--compare", "--amp=" + amp, "--steps", steps, "--seed",
+            str(seed), "--summary", summary, "--no-progress", "--eval-samples",
+            "16384"]
         out = subprocess.run(cmd, capture_output=True, text=True)
         print(out.stdout)
         if out.returncode != 0:

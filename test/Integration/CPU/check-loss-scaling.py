@@ -11,10 +11,11 @@ reference of torch.amp.GradScaler's semantics written here:
   - the scale never becomes infinite.
 Static mode skips the same steps with a fixed scale.
 
-usage: check-loss-scaling.py <mp-runner> <step.mlir> <work dir>
+usage: check-loss-scaling.py <mp-runner [options]> <step.mlir> <work dir>
 """
 
 import json
+import shlex
 import math
 import os
 import random
@@ -32,9 +33,9 @@ def run(runner, step, workdir, tag, x, t, rows, steps, options):
     log = os.path.join(workdir, tag + ".jsonl")
     write_npy(xp, (rows, 4), x)
     write_npy(tp, (rows, 4), t)
-    cmd = [runner, step, "--data", "x=" + xp, "--data", "t=" + tp,
-           "--steps", str(steps), "--amp=f16", "--amp-options=" + options,
-           "--log", log, "--no-progress"]
+    cmd = shlex.split(runner) + [
+        step, "--data", "x=" + xp, "--data", "t=" + tp, "--steps", str(steps),
+        "--amp=f16", "--amp-options=" + options, "--log", log, "--no-progress"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("mp-runner failed:\n" + " ".join(cmd) + "\n" + out.stderr)

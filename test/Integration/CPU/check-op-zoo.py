@@ -5,10 +5,11 @@ Every op computes in f32 here, so the tolerance is a small multiple of f32's
 unit roundoff (2^-24) times the depth of the computation; the loss is a mean
 of squares of O(1) values.
 
-usage: check-op-zoo.py <mp-runner> <op_zoo.mlir> <work dir>
+usage: check-op-zoo.py <mp-runner [options]> <op_zoo.mlir> <work dir>
 """
 
 import json
+import shlex
 import math
 import os
 import random
@@ -51,10 +52,11 @@ def main():
     write_npy(os.path.join(workdir, "x.npy"), (8, 4), sum(x, []))
     write_npy(os.path.join(workdir, "t.npy"), (8, 6), sum(t, []))
     summary = os.path.join(workdir, "summary.json")
-    cmd = [runner, step, "--amp=off", "--steps", "1", "--no-progress",
-           "--data", "x=" + os.path.join(workdir, "x.npy"),
-           "--data", "t=" + os.path.join(workdir, "t.npy"),
-           "--summary", summary]
+    cmd = shlex.split(runner) + [
+        step, "--amp=off", "--steps", "1", "--no-progress",
+        "--data", "x=" + os.path.join(workdir, "x.npy"),
+        "--data", "t=" + os.path.join(workdir, "t.npy"),
+        "--summary", summary]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
         sys.exit(out.stderr)
