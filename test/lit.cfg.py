@@ -37,7 +37,8 @@ config.substitutions.append(("%cpu_runner", runner + " --backend=cpu"))
 config.substitutions.append(("%cuda_runner", runner + " --backend=cuda"))
 
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
-tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-runner", "mp-compile"]
+tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-runner", "mp-compile",
+         "mp-cuda-kernel-tests"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The mlir-opt plugin exists where a shared libMLIR was found.

@@ -1,0 +1,579 @@
+//===- CudaKernelTests.cpp - CUDA entry points against the CPU backend ----===//
+//
+// usage: mp-cuda-kernel-tests [--cpu-only] [seed]
+//
+// Runs every entry point of MPCompiled.h on both backends with the same
+// argument block contents (the CPU backend on host copies, the CUDA backend
+// on device copies of the same random inputs) and compares the outputs.
+// The CPU backend is itself checked against float64 references by
+// mp-runtime-tests, so agreement here carries that check over to the GPU.
+//
+// Tolerances come from the output's storage type: a few units of its
+// rounding (f32 2^-24, f16 2^-11, bf16 2^-8) relative to the magnitude of
+// the values, widened by the length of the sums where the backends add in
+// different orders (reductions, GEMMs). Integer and boolean outputs (the
+// found-inf flag, step counters) must match exactly.
+//
+// Prints one line per case and "N passed, M failed"; exits non-zero on a
+// failure, and with status 2 (nothing run) when there is no CUDA device.
+// --cpu-only runs the CPU half of every case alone: it checks, without a
+// GPU, that every case is a valid call (the CPU backend validates each
+// block as the CUDA backend does).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPCuda.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using EntryFn = void (*)(const int64_t *);
+
+std::mt19937_64 rng;
+
+/// One tensor of a case: its host contents, the CPU backend's copy and the
+/// device copy.
+struct Buffer {
+  mpElementType type;
+  std::vector<int64_t> shape;
+  bool output;
+  std::vector<uint8_t> initial, cpu, gpu;
+  void *device = nullptr;
+
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  size_t bytes() const { return size_t(count()) * mpElementSize(type); }
+};
+
+double load(const std::vector<uint8_t> &data, mpElementType type, int64_t i) {
+  const uint8_t *p = data.data();
+  switch (type) {
+  case MP_F32: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
+  case MP_F64: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
+  case MP_F16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return mpF16ToF32(v); }
+  case MP_BF16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return mpBF16ToF32(v); }
+  case MP_I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+  case MP_I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return double(v); }
+  case MP_I1: return p[i];
+  }
+  return 0;
+}
+
+void store(std::vector<uint8_t> &data, mpElementType type, int64_t i,
+           double v) {
+  uint8_t *p = data.data();
+  switch (type) {
+  case MP_F32: { float f = float(v); std::memcpy(p + 4 * i, &f, 4); return; }
+  case MP_F64: std::memcpy(p + 8 * i, &v, 8); return;
+  case MP_F16: { uint16_t h = mpF32ToF16(float(v)); std::memcpy(p + 2 * i, &h, 2); return; }
+  case MP_BF16: { uint16_t h = mpF32ToBF16(float(v)); std::memcpy(p + 2 * i, &h, 2); return; }
+  case MP_I32: { int32_t x = int32_t(v); std::memcpy(p + 4 * i, &x, 4); return; }
+  case MP_I64: { int64_t x = int64_t(v); std::memcpy(p + 8 * i, &x, 8); return; }
+  case MP_I1: p[i] = v != 0; return;
+  }
+}
+
+/// A case: buffers, then a function that writes the block's fields given a
+/// way to emit a tensor by buffer index.
+struct Case {
+  std::string name;
+  EntryFn cpu, gpu;
+  std::vector<Buffer> buffers;
+  /// Sum length for the tolerance (1 for element-wise results).
+  double depth = 1;
+  std::function<void(std::vector<int64_t> &, const std::function<void(int)> &)>
+      fields;
+};
+
+int64_t bits(double d) {
+  int64_t v;
+  std::memcpy(&v, &d, 8);
+  return v;
+}
+
+/// Adds a buffer with values from `fill(i)`.
+int add(Case &c, mpElementType type, std::vector<int64_t> shape, bool output,
+        const std::function<double(int64_t)> &fill) {
+  Buffer b{type, std::move(shape), output, {}, {}, {}, nullptr};
+  b.initial.resize(b.bytes());
+  for (int64_t i = 0; i < b.count(); ++i)
+    store(b.initial, type, i, fill(i));
+  c.buffers.push_back(std::move(b));
+  return int(c.buffers.size()) - 1;
+}
+
+int random(Case &c, mpElementType type, std::vector<int64_t> shape,
+           double lo = -2, double hi = 2) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  return add(c, type, std::move(shape), false, [&](int64_t) { return u(rng); });
+}
+
+int output(Case &c, mpElementType type, std::vector<int64_t> shape) {
+  return add(c, type, std::move(shape), true, [](int64_t) { return 0.0; });
+}
+
+int ids(Case &c, mpElementType type, std::vector<int64_t> shape, int64_t lo,
+        int64_t hi) {
+  std::uniform_int_distribution<int64_t> u(lo, hi - 1);
+  return add(c, type, std::move(shape), false,
+             [&](int64_t) { return double(u(rng)); });
+}
+
+int scalar(Case &c, mpElementType type, double v, bool isOutput = false) {
+  return add(c, type, {}, isOutput, [&](int64_t) { return v; });
+}
+
+double unitRoundoff(mpElementType type) {
+  switch (type) {
+  case MP_F16: return std::ldexp(1.0, -11);
+  case MP_BF16: return std::ldexp(1.0, -8);
+  case MP_F64: return std::ldexp(1.0, -53);
+  default: return std::ldexp(1.0, -24);
+  }
+}
+
+int passed = 0, failed = 0;
+
+bool cpuOnly = false;
+
+bool runCase(Case &c) {
+  // CPU: host copies.
+  for (Buffer &b : c.buffers)
+    b.cpu = b.initial;
+  std::vector<int64_t> words{0};
+  c.fields(words, [&](int k) {
+    Buffer &b = c.buffers[k];
+    words.push_back(int64_t(reinterpret_cast<intptr_t>(b.cpu.data())));
+    words.push_back(b.type);
+    words.push_back(int64_t(b.shape.size()));
+    for (int64_t d : b.shape)
+      words.push_back(d);
+  });
+  c.cpu(words.data());
+  if (const char *e = mprtTakeError()) {
+    std::printf("FAIL: %s: CPU backend: %s\n", c.name.c_str(), e);
+    return false;
+  }
+  if (cpuOnly) {
+    std::printf("ok: %s (CPU backend only)\n", c.name.c_str());
+    return true;
+  }
+  // GPU: device copies of the same initial contents.
+  for (Buffer &b : c.buffers) {
+    b.device = mprtCudaMalloc(b.bytes());
+    mprtCudaCopyToDevice(b.device, b.initial.data(), b.bytes());
+  }
+  words.assign(1, 0);
+  c.fields(words, [&](int k) {
+    Buffer &b = c.buffers[k];
+    words.push_back(int64_t(reinterpret_cast<intptr_t>(b.device)));
+    words.push_back(b.type);
+    words.push_back(int64_t(b.shape.size()));
+    for (int64_t d : b.shape)
+      words.push_back(d);
+  });
+  c.gpu(words.data());
+  for (Buffer &b : c.buffers) {
+    b.gpu.resize(b.bytes());
+    mprtCudaCopyToHost(b.gpu.data(), b.device, b.bytes());
+  }
+  mprtCudaSynchronize();
+  for (Buffer &b : c.buffers)
+    mprtCudaFree(b.device);
+  if (const char *e = mprtTakeError()) {
+    std::printf("FAIL: %s: CUDA backend: %s\n", c.name.c_str(), e);
+    return false;
+  }
+  double worst = 0;
+  for (size_t k = 0; k < c.buffers.size(); ++k) {
+    Buffer &b = c.buffers[k];
+    if (!b.output)
+      continue;
+    double scale = 0;
+    for (int64_t i = 0; i < b.count(); ++i)
+      scale = std::max(scale, std::fabs(load(b.cpu, b.type, i)));
+    bool exact = b.type == MP_I1 || b.type == MP_I32 || b.type == MP_I64;
+    double tol = exact ? 0
+                       : 8 * unitRoundoff(b.type) * (1 + std::sqrt(c.depth)) *
+                             std::max(scale, 1e-30);
+    for (int64_t i = 0; i < b.count(); ++i) {
+      double x = load(b.cpu, b.type, i), y = load(b.gpu, b.type, i);
+      if (std::isnan(x) && std::isnan(y))
+        continue;
+      double err = x == y ? 0 : std::fabs(x - y);
+      if (!(err <= tol)) {
+        std::printf("FAIL: %s: output %zu element %lld: cpu %.9g cuda %.9g "
+                    "(tolerance %.3g)\n",
+                    c.name.c_str(), k, (long long)i, x, y, tol);
+        return false;
+      }
+      worst = std::max(worst, scale > 0 ? err / scale : err);
+    }
+  }
+  std::printf("ok: %s (largest difference %.3g of the output's magnitude)\n",
+              c.name.c_str(), worst);
+  return true;
+}
+
+#define ENTRY(name) mprt_##name, mprtCudaGetEntry(#name)
+
+EntryFn mprtCudaGetEntry(const char *name) {
+  int32_t count = 0;
+  const mprtSymbol *symbols = mprtCudaGetSymbols(&count);
+  std::string wanted = std::string("mprt_") + name;
+  for (int32_t k = 0; k < count; ++k)
+    if (wanted == symbols[k].name)
+      return reinterpret_cast<EntryFn>(symbols[k].address);
+  std::fprintf(stderr, "no CUDA entry %s\n", name);
+  std::exit(1);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  const mpElementType floats[] = {MP_F32, MP_F16, MP_BF16};
+  auto typeName = [](mpElementType t) {
+    return t == MP_F32 ? "f32" : t == MP_F16 ? "f16" : t == MP_BF16 ? "bf16" : "f64";
+  };
+  using Words = std::vector<int64_t>;
+  using Emit = std::function<void(int)>;
+
+  for (mpElementType t : floats)
+    for (int kind = MP_NEG; kind <= MP_SQUARE; ++kind) {
+      Case c{std::string("unary ") + std::to_string(kind) + " " + typeName(t),
+             ENTRY(unary), {}, 1, nullptr};
+      bool positive = kind == MP_LOG || kind == MP_SQRT || kind == MP_RSQRT;
+      int in = random(c, t, {37, 19}, positive ? 0.1 : -3, 3);
+      int out = output(c, t, {37, 19});
+      c.fields = [=](Words &w, const Emit &e) {
+        w.push_back(kind); w.push_back(MP_F32); e(in); e(out);
+      };
+      all.push_back(std::move(c));
+    }
+  for (mpElementType t : floats)
+    for (int kind = MP_ADD; kind <= MP_MINIMUM; ++kind)
+      for (bool bcast : {false, true}) {
+        Case c{std::string("binary ") + std::to_string(kind) + " " +
+                   typeName(t) + (bcast ? " broadcast" : ""),
+               ENTRY(binary), {}, 1, nullptr};
+        int lhs = random(c, t, {33, 65});
+        int rhs = bcast ? random(c, t, {65}, 0.5, 2) : random(c, t, {33, 65}, 0.5, 2);
+        int out = output(c, t, {33, 65});
+        c.fields = [=](Words &w, const Emit &e) {
+          w.push_back(kind); w.push_back(MP_F32); e(lhs); e(rhs); e(out);
+        };
+        all.push_back(std::move(c));
+      }
+  for (mpElementType t : floats)
+    for (int kind = MP_RELU_GRAD; kind <= MP_SIGMOID_GRAD; ++kind) {
+      Case c{std::string("activation_grad ") + std::to_string(kind) + " " +
+                 typeName(t),
+             ENTRY(activation_grad), {}, 1, nullptr};
+      int dy = random(c, t, {1031});
+      int s = random(c, t, {1031}, -0.99, 0.99);
+      int dx = output(c, t, {1031});
+      c.fields = [=](Words &w, const Emit &e) {
+        w.push_back(kind); w.push_back(MP_F32); e(dy); e(s); e(dx);
+      };
+      all.push_back(std::move(c));
+    }
+  {
+    Case c{"unary gelu, f16 compute", ENTRY(unary), {}, 1, nullptr};
+    int in = random(c, MP_F16, {4099});
+    int out = output(c, MP_F16, {4099});
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(MP_GELU); w.push_back(MP_F16); e(in); e(out);
+    };
+    all.push_back(std::move(c));
+  }
+  for (mpElementType t : floats)
+    for (int log : {0, 1})
+      for (int64_t axis : {1, 2}) {
+        Case c{std::string(log ? "log_softmax " : "softmax ") + typeName(t) +
+                   " axis " + std::to_string(axis),
+               ENTRY(softmax), {}, 300, nullptr};
+        int in = random(c, t, {3, 7, 300}, -4, 4);
+        std::vector<int64_t> shape{3, 7, 300};
+        int out = output(c, t, shape);
+        c.fields = [=](Words &w, const Emit &e) {
+          w.push_back(log); w.push_back(axis); w.push_back(MP_F32); e(in); e(out);
+        };
+        all.push_back(std::move(c));
+        Case g{std::string(log ? "log_softmax_grad " : "softmax_grad ") +
+                   typeName(t) + " axis " + std::to_string(axis),
+               ENTRY(softmax_grad), {}, 300, nullptr};
+        int dy = random(g, t, shape);
+        int y = log ? random(g, t, shape, -6, -0.1) : random(g, t, shape, 0, 0.05);
+        int dx = output(g, t, shape);
+        g.fields = [=](Words &w, const Emit &e) {
+          w.push_back(log); w.push_back(axis); w.push_back(MP_F32); e(dy); e(y); e(dx);
+        };
+        all.push_back(std::move(g));
+      }
+  struct ReduceCase { int kind; std::vector<int64_t> axes; std::vector<int64_t> out; };
+  for (mpElementType t : floats)
+    for (const ReduceCase &r :
+         {ReduceCase{MP_REDUCE_SUM, {0}, {96, 17}},
+          ReduceCase{MP_REDUCE_MEAN, {2}, {513, 96}},
+          ReduceCase{MP_REDUCE_MAX, {1}, {513, 17}},
+          ReduceCase{MP_REDUCE_SUM, {0, 2}, {96}},
+          ReduceCase{MP_REDUCE_MEAN, {0, 1, 2}, {}}}) {
+      std::string axes;
+      for (int64_t a : r.axes)
+        axes += std::to_string(a);
+      Case c{std::string("reduce ") + std::to_string(r.kind) + " axes " + axes +
+                 " " + typeName(t),
+             ENTRY(reduce), {}, 513.0 * 96, nullptr};
+      int in = random(c, t, {513, 96, 17});
+      int out = output(c, t, r.out);
+      c.fields = [=](Words &w, const Emit &e) {
+        w.push_back(r.kind); w.push_back(MP_F32); w.push_back(int64_t(r.axes.size()));
+        for (int64_t a : r.axes) w.push_back(a);
+        e(in); e(out);
+      };
+      all.push_back(std::move(c));
+    }
+  for (mpElementType t : floats) {
+    Case c{std::string("softmax_cross_entropy ") + typeName(t),
+           ENTRY(softmax_cross_entropy), {}, 1000, nullptr};
+    int logits = random(c, t, {4, 250, 1000}, -5, 5);
+    int labels = ids(c, MP_I32, {4, 250}, -1, 1001); // some out of range
+    int loss = output(c, MP_F32, {});
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(MP_F32); e(logits); e(labels); e(loss);
+    };
+    all.push_back(std::move(c));
+    Case g{std::string("softmax_cross_entropy_grad ") + typeName(t),
+           ENTRY(softmax_cross_entropy_grad), {}, 1000, nullptr};
+    int dloss = scalar(g, MP_F32, 1024.0);
+    int glogits = random(g, t, {1000, 64}, -5, 5);
+    int glabels = ids(g, MP_I64, {1000}, 0, 64);
+    int dlogits = output(g, t, {1000, 64});
+    g.fields = [=](Words &w, const Emit &e) {
+      w.push_back(MP_F32); e(dloss); e(glogits); e(glabels); e(dlogits);
+    };
+    all.push_back(std::move(g));
+    Case m{std::string("mse_loss ") + typeName(t), ENTRY(mse_loss), {}, 20000, nullptr};
+    int p = random(m, t, {200, 100}), tt = random(m, t, {200, 100});
+    int mloss = output(m, MP_F32, {});
+    m.fields = [=](Words &w, const Emit &e) { w.push_back(MP_F32); e(p); e(tt); e(mloss); };
+    all.push_back(std::move(m));
+    Case mg{std::string("mse_loss_grad ") + typeName(t), ENTRY(mse_loss_grad), {}, 1, nullptr};
+    int seed = scalar(mg, MP_F32, 65536.0);
+    int p2 = random(mg, t, {200, 100}), t2 = random(mg, t, {200, 100});
+    int dp = output(mg, t, {200, 100});
+    mg.fields = [=](Words &w, const Emit &e) { w.push_back(MP_F32); e(seed); e(p2); e(t2); e(dp); };
+    all.push_back(std::move(mg));
+  }
+  for (mpElementType t : floats) {
+    Case c{std::string("layer_norm ") + typeName(t), ENTRY(layer_norm), {}, 768, nullptr};
+    int x = random(c, t, {6, 50, 768}, -3, 5);
+    int scale = random(c, MP_F32, {768}, 0.5, 1.5), bias = random(c, MP_F32, {768});
+    int y = output(c, t, {6, 50, 768});
+    int mean = output(c, MP_F32, {6, 50}), rstd = output(c, MP_F32, {6, 50});
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(2); w.push_back(bits(1e-5)); w.push_back(MP_F32);
+      e(x); e(scale); e(bias); e(y); e(mean); e(rstd);
+    };
+    all.push_back(std::move(c));
+    Case g{std::string("layer_norm_grad ") + typeName(t), ENTRY(layer_norm_grad), {}, 768, nullptr};
+    int dy = random(g, t, {300, 768});
+    int gx = random(g, t, {300, 768});
+    int gs = random(g, MP_F32, {768}, 0.5, 1.5);
+    int gm = random(g, MP_F32, {300}, -0.1, 0.1), gr = random(g, MP_F32, {300}, 0.5, 1.5);
+    int dx = output(g, t, {300, 768});
+    int ds = output(g, MP_F32, {768}), db = output(g, MP_F32, {768});
+    g.fields = [=](Words &w, const Emit &e) {
+      w.push_back(1); w.push_back(MP_F32);
+      e(dy); e(gx); e(gs); e(gm); e(gr); e(dx); e(ds); e(db);
+    };
+    all.push_back(std::move(g));
+  }
+  for (mpElementType t : floats) {
+    Case c{std::string("gather ") + typeName(t), ENTRY(gather), {}, 1, nullptr};
+    int table = random(c, t, {100, 48});
+    int idx = ids(c, MP_I64, {8, 33}, -3, 103); // clamped
+    int out = output(c, t, {8, 33, 48});
+    c.fields = [=](Words &, const Emit &e) { e(table); e(idx); e(out); };
+    all.push_back(std::move(c));
+    Case g{std::string("gather_grad ") + typeName(t), ENTRY(gather_grad), {}, 64, nullptr};
+    int grad = random(g, t, {16, 64, 48});
+    int gids = ids(g, MP_I32, {16, 64}, -2, 40); // repeats, some dropped
+    int gtable = output(g, t, {37, 48});
+    g.fields = [=](Words &w, const Emit &e) { w.push_back(MP_F32); e(grad); e(gids); e(gtable); };
+    all.push_back(std::move(g));
+  }
+  for (mpElementType t : {MP_F32, MP_F16, MP_I64}) {
+    Case c{std::string("transpose ") + typeName(t), ENTRY(transpose), {}, 1, nullptr};
+    int in = t == MP_I64 ? ids(c, t, {2, 5, 3, 7}, -9, 9) : random(c, t, {2, 5, 3, 7});
+    int out = output(c, t, {2, 3, 5, 7});
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(4); for (int64_t p : {0, 2, 1, 3}) w.push_back(p); e(in); e(out);
+    };
+    all.push_back(std::move(c));
+  }
+  for (mpElementType from : floats)
+    for (mpElementType to : floats) {
+      Case c{std::string("copy ") + typeName(from) + " -> " + typeName(to),
+             ENTRY(copy), {}, 1, nullptr};
+      int in = random(c, from, {1001}, -70000, 70000);
+      int out = output(c, to, {7, 143});
+      c.fields = [=](Words &, const Emit &e) { e(in); e(out); };
+      all.push_back(std::move(c));
+    }
+  {
+    Case c{"broadcast f16", ENTRY(broadcast), {}, 1, nullptr};
+    int in = random(c, MP_F16, {5, 1, 9});
+    int out = output(c, MP_F16, {3, 5, 4, 9});
+    c.fields = [=](Words &, const Emit &e) { e(in); e(out); };
+    all.push_back(std::move(c));
+    Case k{"concat f32 axis 1", ENTRY(concat), {}, 1, nullptr};
+    int a = random(k, MP_F32, {4, 3, 5}), b = random(k, MP_F32, {4, 1, 5}),
+        d = random(k, MP_F32, {4, 6, 5});
+    int kout = output(k, MP_F32, {4, 10, 5});
+    k.fields = [=](Words &w, const Emit &e) {
+      w.push_back(1); w.push_back(3); e(a); e(b); e(d); e(kout);
+    };
+    all.push_back(std::move(k));
+    Case s{"slice bf16 strided", ENTRY(slice), {}, 1, nullptr};
+    int sin = random(s, MP_BF16, {9, 20});
+    int sout = output(s, MP_BF16, {3, 6});
+    s.fields = [=](Words &w, const Emit &e) {
+      w.push_back(2); w.push_back(1); w.push_back(2); w.push_back(3); w.push_back(3);
+      e(sin); e(sout);
+    };
+    all.push_back(std::move(s));
+  }
+  struct MatmulCase {
+    mpElementType in, out;
+    std::vector<int64_t> lhs, rhs, result;
+    int tl, tr;
+  };
+  for (const MatmulCase &m : {
+           MatmulCase{MP_F32, MP_F32, {256, 192}, {192, 320}, {256, 320}, 0, 0},
+           MatmulCase{MP_F16, MP_F16, {4, 64, 96}, {96, 128}, {4, 64, 128}, 0, 0},
+           MatmulCase{MP_F16, MP_F32, {96, 64}, {128, 96}, {64, 128}, 1, 1},
+           MatmulCase{MP_BF16, MP_BF16, {3, 32, 40}, {3, 40, 24}, {3, 32, 24}, 0, 0},
+           MatmulCase{MP_BF16, MP_F32, {2, 1, 16, 8}, {1, 3, 16, 12}, {2, 3, 8, 12}, 1, 0},
+           MatmulCase{MP_F16, MP_F16, {24, 40}, {5, 40, 16}, {5, 24, 16}, 0, 0},
+           MatmulCase{MP_F32, MP_F16, {33, 17}, {17, 9}, {33, 9}, 0, 0},
+           MatmulCase{MP_F64, MP_F64, {20, 30}, {30, 10}, {20, 10}, 0, 0}}) {
+    Case c{std::string("matmul ") + typeName(m.in) + " -> " + typeName(m.out) +
+               (m.tl ? " lhs^T" : "") + (m.tr ? " rhs^T" : ""),
+           ENTRY(matmul), {}, double(m.tl ? m.lhs[m.lhs.size() - 2] : m.lhs.back()),
+           nullptr};
+    int lhs = random(c, m.in, m.lhs), rhs = random(c, m.in, m.rhs);
+    int out = output(c, m.out, m.result);
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(m.tl); w.push_back(m.tr); w.push_back(MP_F32); e(lhs); e(rhs); e(out);
+    };
+    all.push_back(std::move(c));
+  }
+  for (bool overflow : {false, true}) {
+    Case c{std::string("unscale_grads") + (overflow ? " with an overflow" : ""),
+           ENTRY(unscale_grads), {}, 1, nullptr};
+    int scale = scalar(c, MP_F32, overflow ? 1.0 / 65536 : 1024.0);
+    int found = scalar(c, MP_I1, 1, true);
+    std::vector<int> grads, outs;
+    std::vector<std::pair<mpElementType, std::vector<int64_t>>> shapes{
+        {MP_F16, {300, 7}}, {MP_F32, {1025}}, {MP_BF16, {3}}, {MP_F16, {64, 64}}};
+    for (auto &[t, s] : shapes)
+      grads.push_back(random(c, t, s, -4, 4));
+    for (auto &[t, s] : shapes)
+      outs.push_back(output(c, t, s));
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(int64_t(grads.size())); e(scale); e(found);
+      for (int g : grads) e(g);
+      for (int o : outs) e(o);
+    };
+    all.push_back(std::move(c));
+  }
+  for (bool inf : {false, true})
+    for (int64_t good : {0, 2}) {
+      Case c{std::string("update_loss_scale found_inf=") + (inf ? "1" : "0") +
+                 " good_steps=" + std::to_string(good),
+             ENTRY(update_loss_scale), {}, 1, nullptr};
+      int scale = scalar(c, MP_F32, 32768, true);
+      int steps = scalar(c, MP_I64, double(good), true);
+      int found = scalar(c, MP_I1, inf ? 1 : 0);
+      c.fields = [=](Words &w, const Emit &e) {
+        w.push_back(bits(2.0)); w.push_back(bits(0.5)); w.push_back(3);
+        w.push_back(bits(1.0)); w.push_back(bits(0.0));
+        e(scale); e(steps); e(found); e(scale); e(steps);
+      };
+      all.push_back(std::move(c));
+    }
+  for (bool skip : {false, true}) {
+    Case c{std::string("sgd_update momentum nesterov") + (skip ? " skipped" : ""),
+           ENTRY(sgd_update), {}, 1, nullptr};
+    int param = add(c, MP_F32, {97, 33}, true, [&](int64_t) {
+      return std::uniform_real_distribution<double>(-1, 1)(rng);
+    });
+    int grad = random(c, MP_F16, {97, 33});
+    int buffer = add(c, MP_F32, {97, 33}, true, [&](int64_t) {
+      return std::uniform_real_distribution<double>(-1, 1)(rng);
+    });
+    int pred = scalar(c, MP_I1, skip ? 1 : 0);
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(bits(0.1)); w.push_back(bits(0.9)); w.push_back(bits(1e-4));
+      w.push_back(1); w.push_back(1); w.push_back(1);
+      e(param); e(grad); e(buffer); e(pred); e(param); e(buffer);
+    };
+    all.push_back(std::move(c));
+    Case a{std::string("adam_update") + (skip ? " skipped" : ""),
+           ENTRY(adam_update), {}, 1, nullptr};
+    auto uniform = [&](double lo, double hi) {
+      return [lo, hi](int64_t) {
+        return std::uniform_real_distribution<double>(lo, hi)(rng);
+      };
+    };
+    int ap = add(a, MP_F32, {513}, true, uniform(-1, 1));
+    int ag = random(a, MP_BF16, {513});
+    int am = add(a, MP_F32, {513}, true, uniform(-0.1, 0.1));
+    int av = add(a, MP_F32, {513}, true, uniform(0, 0.01));
+    int astep = scalar(a, MP_I64, 7, true);
+    int apred = scalar(a, MP_I1, skip ? 1 : 0);
+    a.fields = [=](Words &w, const Emit &e) {
+      w.push_back(bits(1e-3)); w.push_back(bits(0.9)); w.push_back(bits(0.999));
+      w.push_back(bits(1e-8)); w.push_back(bits(0.01)); w.push_back(1);
+      e(ap); e(ag); e(am); e(av); e(astep); e(apred); e(ap); e(am); e(av); e(astep);
+    };
+    all.push_back(std::move(a));
+  }
+  return all;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int arg = 1;
+  if (arg < argc && std::strcmp(argv[arg], "--cpu-only") == 0) {
+    cpuOnly = true;
+    ++arg;
+  }
+  uint64_t seed = arg < argc ? std::strtoull(argv[arg], nullptr, 10)
+                             : std::random_device{}();
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  rng.seed(seed);
+  if (!cpuOnly && mprtCudaInitialize(0) != MP_OK) {
+    const char *e = mprtTakeError();
+    std::printf("no CUDA device: %s\n", e ? e : "unknown");
+    return 2;
+  }
+  std::vector<Case> all = cases();
+  for (Case &c : all)
+    (runCase(c) ? passed : failed)++;
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
