@@ -614,9 +614,10 @@ int mp::runnerMain(int argc, char **argv) {
   if (!o.summary.empty()) {
     llvm::json::Array runsJson;
     for (Run &run : runs) {
-      llvm::json::Array losses, scales, skipped;
+      llvm::json::Array losses, scales, skipped, times;
       for (const StepRecord &r : run.records) {
         losses.push_back(jsonNumber(r.loss));
+        times.push_back(r.milliseconds);
         scales.push_back(r.hasLossScale ? llvm::json::Value(r.lossScale)
                                         : llvm::json::Value(nullptr));
         skipped.push_back(r.skipped);
@@ -629,7 +630,8 @@ int mp::runnerMain(int argc, char **argv) {
           {"skipped_steps", run.records.back().skippedTotal},
           {"losses", std::move(losses)},
           {"loss_scales", std::move(scales)},
-          {"skipped", std::move(skipped)}};
+          {"skipped", std::move(skipped)},
+          {"step_ms", std::move(times)}};
       if (run.accuracy)
         entry["accuracy"] = *run.accuracy;
       runsJson.push_back(std::move(entry));

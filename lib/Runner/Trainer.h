@@ -75,8 +75,9 @@ private:
   /// Moves the parameters and state to or from the executor.
   llvm::Error uploadPersistent();
   llvm::Error downloadPersistent();
-  /// Uploads the batch, runs one step, waits and downloads `results`
-  /// (buffer indices).
+  /// Copies the batch (inputs and labels) to the step's buffers and waits.
+  llvm::Error uploadBatch();
+  /// Runs one step, downloads `results` (buffer indices) and waits.
   llvm::Error runStep(llvm::ArrayRef<unsigned> results);
 
   std::string name;
