@@ -57,7 +57,8 @@ struct DeviceAllocator {
       ++stats.cacheHits;
     } else {
       cudaError_t status = cudaMalloc(&ptr, rounded);
-      if (status == cudaErrorMemoryAllocation && releaseCached())
+      // Freeing synchronises the device, which a capture must not do.
+      if (status == cudaErrorMemoryAllocation && !capturing && releaseCached())
         status = cudaMalloc(&ptr, rounded);
       if (!ok(status, "cudaMalloc"))
         return nullptr;
@@ -345,8 +346,11 @@ struct mprtCudaGraph {
 };
 
 mpStatus mprtCudaBeginCapture(void) {
+  // Relaxed: a size the cache does not hold yet (another step's graph took
+  // it) may still be cudaMalloc'ed while capturing; the block then belongs
+  // to this graph.
   if (!context() || !ok(cudaStreamBeginCapture(ctx.stream,
-                                               cudaStreamCaptureModeThreadLocal),
+                                               cudaStreamCaptureModeRelaxed),
                         "cudaStreamBeginCapture"))
     return failWith(MP_ERROR_BACKEND, "mprtCudaBeginCapture");
   allocator().capturing = true;
