@@ -202,21 +202,25 @@ mpStatus failWith(mpStatus status, const char *function) {
   return status;
 }
 
+/// The number of devices; 0 with the reason as the detail.
+int deviceCount() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (!ok(status, "cudaGetDeviceCount"))
+    return 0;
+  if (!count)
+    rt::setDetail("no CUDA device");
+  return count;
+}
+
 } // namespace
 
 extern "C" {
 
 int32_t mprtCudaDeviceCount(void) {
-  int count = 0;
-  cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0) {
-    if (status == cudaSuccess)
-      rt::setDetail("no CUDA device");
-    else
-      ok(status, "cudaGetDeviceCount");
+  int count = deviceCount();
+  if (!count)
     failWith(MP_ERROR_NO_DEVICE, "mprtCudaDeviceCount");
-    return 0;
-  }
   return count;
 }
 
@@ -249,15 +253,9 @@ mpStatus mprtCudaInitialize(int32_t device) {
                : (rt::setDetail("already initialised on device " +
                                 std::to_string(ctx.device)),
                   failWith(MP_ERROR_INVALID_ARGUMENT, "mprtCudaInitialize"));
-  int count = 0;
-  cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0) {
-    if (status == cudaSuccess)
-      rt::setDetail("no CUDA device");
-    else
-      ok(status, "cudaGetDeviceCount");
+  int count = deviceCount();
+  if (!count)
     return failWith(MP_ERROR_NO_DEVICE, "mprtCudaInitialize");
-  }
   if (device < 0 || device >= count) {
     rt::setDetail("device " + std::to_string(device) + " does not exist (" +
                   std::to_string(count) + " found)");

@@ -98,6 +98,25 @@ bool valid(const mpTensor *t) {
 
 bool isIdType(mpElementType type) { return type == MP_I32 || type == MP_I64; }
 
+/// Whether `rows` ([I..., D...]) is what gathering `ids` ([I...]) from
+/// `table` ([V, D...]) gives; sets `width` to the product of D.
+bool gatherShapes(const mpTensor &table, const mpTensor &ids,
+                  const mpTensor &rows, int64_t &width) {
+  if (table.rank < 1 || !isIdType(ids.elementType) ||
+      rows.rank != ids.rank + table.rank - 1)
+    return false;
+  for (int32_t d = 0; d < ids.rank; ++d)
+    if (rows.shape[d] != ids.shape[d])
+      return false;
+  width = 1;
+  for (int32_t d = 1; d < table.rank; ++d) {
+    if (rows.shape[ids.rank + d - 1] != table.shape[d])
+      return false;
+    width *= table.shape[d];
+  }
+  return true;
+}
+
 template <typename W>
 __global__ void gatherKernel(const W *table, int64_t rows, int64_t width,
                              const void *ids, int idType, W *out, int64_t n) {
@@ -268,19 +287,11 @@ mpStatus mp::cuda::mpGather(const mpTensor *table, const mpTensor *ids,
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
-  if (!valid(table) || !valid(ids) || !valid(out) || table->rank < 1 ||
-      !isIdType(ids->elementType) || table->elementType != out->elementType ||
-      out->rank != ids->rank + table->rank - 1)
+  int64_t width;
+  if (!valid(table) || !valid(ids) || !valid(out) ||
+      table->elementType != out->elementType ||
+      !gatherShapes(*table, *ids, *out, width))
     return MP_ERROR_INVALID_ARGUMENT;
-  for (int32_t d = 0; d < ids->rank; ++d)
-    if (out->shape[d] != ids->shape[d])
-      return MP_ERROR_INVALID_ARGUMENT;
-  int64_t width = 1;
-  for (int32_t d = 1; d < table->rank; ++d) {
-    if (out->shape[ids->rank + d - 1] != table->shape[d])
-      return MP_ERROR_INVALID_ARGUMENT;
-    width *= table->shape[d];
-  }
   int64_t rows = table->shape[0], n = mpNumElements(out);
   if (!n)
     return MP_OK;
@@ -316,19 +327,10 @@ mpStatus mp::cuda::mpGatherGrad(const mpTensor *grad, const mpTensor *ids,
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
+  int64_t width;
   if (!validFloat(grad) || !valid(ids) || !validFloat(table) ||
-      table->rank < 1 || !isIdType(ids->elementType) ||
-      !isFloatType(compute) || grad->rank != ids->rank + table->rank - 1)
+      !isFloatType(compute) || !gatherShapes(*table, *ids, *grad, width))
     return MP_ERROR_INVALID_ARGUMENT;
-  for (int32_t d = 0; d < ids->rank; ++d)
-    if (grad->shape[d] != ids->shape[d])
-      return MP_ERROR_INVALID_ARGUMENT;
-  int64_t width = 1;
-  for (int32_t d = 1; d < table->rank; ++d) {
-    if (grad->shape[ids->rank + d - 1] != table->shape[d])
-      return MP_ERROR_INVALID_ARGUMENT;
-    width *= table->shape[d];
-  }
   int64_t rows = table->shape[0], n = mpNumElements(ids);
   if (rows >= (int64_t(1) << 31) || n >= (int64_t(1) << 31))
     return MP_ERROR_UNSUPPORTED;
