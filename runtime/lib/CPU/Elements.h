@@ -12,13 +12,12 @@
 
 #include "mp/Runtime/MPRuntime.h"
 
+#include "../Checks.h"
+
 #include <cstring>
 
 namespace mp::rt {
 
-inline bool isFloatType(mpElementType t) {
-  return t == MP_F32 || t == MP_F16 || t == MP_BF16 || t == MP_F64;
-}
 
 inline double load(const void *data, mpElementType type, int64_t i) {
   switch (type) {
@@ -55,19 +54,7 @@ inline void store(void *data, mpElementType type, int64_t i, double value) {
   }
 }
 
-/// Whether `t` is a rank-0 tensor of `type` with data.
-inline bool isScalar(const mpTensor *t, mpElementType type) {
-  return t && t->data && t->rank == 0 && t->elementType == type;
-}
 
-inline bool sameShape(const mpTensor *a, const mpTensor *b) {
-  if (a->rank != b->rank)
-    return false;
-  for (int32_t d = 0; d < a->rank; ++d)
-    if (a->shape[d] != b->shape[d])
-      return false;
-  return true;
-}
 
 } // namespace mp::rt
 

@@ -163,23 +163,9 @@ extern "C" mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs,
     return MP_ERROR_INVALID_ARGUMENT;
   // Per output dimension, the stride of each operand (0 where it broadcasts).
   int32_t rank = out->rank;
-  if (lhs->rank > rank || rhs->rank > rank)
-    return MP_ERROR_INVALID_ARGUMENT;
   int64_t ls[MP_MAX_RANK] = {}, rs[MP_MAX_RANK] = {};
-  int64_t lstride = 1, rstride = 1;
-  for (int32_t d = rank - 1; d >= 0; --d) {
-    int32_t ld = d - (rank - lhs->rank), rd = d - (rank - rhs->rank);
-    int64_t lsz = ld >= 0 ? lhs->shape[ld] : 1;
-    int64_t rsz = rd >= 0 ? rhs->shape[rd] : 1;
-    int64_t osz = out->shape[d];
-    if ((lsz != osz && lsz != 1) || (rsz != osz && rsz != 1) ||
-        (lsz != osz && rsz != osz))
-      return MP_ERROR_INVALID_ARGUMENT;
-    ls[d] = lsz == 1 ? 0 : lstride;
-    rs[d] = rsz == 1 ? 0 : rstride;
-    lstride *= lsz;
-    rstride *= rsz;
-  }
+  if (!broadcastStrides(*lhs, *rhs, *out, ls, rs))
+    return MP_ERROR_INVALID_ARGUMENT;
   int64_t n = mpNumElements(out);
   for (int64_t i = 0; i < n; ++i) {
     int64_t li = 0, ri = 0, rest = i;

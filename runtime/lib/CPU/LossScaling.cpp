@@ -29,14 +29,8 @@ extern "C" int64_t mpNumElements(const mpTensor *t) {
 extern "C" mpStatus mpUnscaleGrads(int32_t count, const mpTensor *grads,
                                    mpTensor *unscaled, const mpTensor *scale,
                                    mpTensor *foundInf) {
-  if (count < 1 || !grads || !unscaled || !isScalar(scale, MP_F32) ||
-      !isScalar(foundInf, MP_I1))
+  if (!unscaleArguments(count, grads, unscaled, scale, foundInf))
     return MP_ERROR_INVALID_ARGUMENT;
-  for (int32_t i = 0; i < count; ++i)
-    if (!isFloatType(grads[i].elementType) ||
-        grads[i].elementType != unscaled[i].elementType ||
-        !sameShape(&grads[i], &unscaled[i]) || mpNumElements(&grads[i]) < 0)
-      return MP_ERROR_INVALID_ARGUMENT;
   float s = *static_cast<const float *>(scale->data);
   float inv = static_cast<float>(1.0 / static_cast<double>(s));
   bool nonFinite = false;

@@ -25,22 +25,6 @@ bool valid(const mpTensor *t) {
 
 /// rows x cols of `x` around `axis`, after checking that `scale` has the
 /// normalised shape and `stat` (if given) the leading shape.
-bool plan(const mpTensor *x, const mpTensor *scale, const mpTensor *stat,
-          int64_t axis, int64_t &rows, int64_t &cols) {
-  if (axis < 0 || axis >= x->rank || scale->rank != x->rank - axis)
-    return false;
-  rows = cols = 1;
-  for (int32_t d = 0; d < x->rank; ++d) {
-    if (d < axis)
-      rows *= x->shape[d];
-    else if (scale->shape[d - axis] != x->shape[d])
-      return false;
-    else
-      cols *= x->shape[d];
-  }
-  return !stat || mpNumElements(stat) == rows;
-}
-
 } // namespace
 
 extern "C" mpStatus mpLayerNorm(const mpTensor *x, const mpTensor *scale,
@@ -51,7 +35,7 @@ extern "C" mpStatus mpLayerNorm(const mpTensor *x, const mpTensor *scale,
   if (!valid(x) || !valid(scale) || !valid(bias) || !valid(y) ||
       !valid(mean) || !valid(rstd) || !sameShape(x, y) ||
       !sameShape(scale, bias) || !isFloatType(compute) || !(epsilon > 0) ||
-      !plan(x, scale, mean, axis, rows, cols) ||
+      !layerNormShape(x, scale, mean, axis, rows, cols) ||
       mpNumElements(rstd) != rows)
     return MP_ERROR_INVALID_ARGUMENT;
   withCompute(compute, [&](auto a) {
@@ -91,7 +75,7 @@ extern "C" mpStatus mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
       !valid(rstd) || !valid(dx) || !valid(dscale) || !valid(dbias) ||
       !sameShape(dy, x) || !sameShape(dx, x) || !sameShape(dscale, scale) ||
       !sameShape(dbias, scale) || !isFloatType(compute) ||
-      !plan(x, scale, mean, axis, rows, cols) || mpNumElements(rstd) != rows)
+      !layerNormShape(x, scale, mean, axis, rows, cols) || mpNumElements(rstd) != rows)
     return MP_ERROR_INVALID_ARGUMENT;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));

@@ -165,23 +165,6 @@ void mp::cuda::release(void *ptr) {
     allocator().release(ptr);
 }
 
-bool mp::cuda::isFloatType(mpElementType type) {
-  return type == MP_F32 || type == MP_F16 || type == MP_BF16 || type == MP_F64;
-}
-
-bool mp::cuda::sameShape(const mpTensor *a, const mpTensor *b) {
-  if (a->rank != b->rank)
-    return false;
-  for (int32_t d = 0; d < a->rank; ++d)
-    if (a->shape[d] != b->shape[d])
-      return false;
-  return true;
-}
-
-bool mp::cuda::isScalar(const mpTensor *t, mpElementType type) {
-  return t && t->data && t->elementType == type && mpNumElements(t) == 1;
-}
-
 bool mp::cuda::validFloat(const mpTensor *t) {
   if (!t || !isFloatType(t->elementType))
     return false;

@@ -344,25 +344,11 @@ mpStatus mp::cuda::mpBinary(mpBinaryKind kind, const mpTensor *lhs,
   if (!validFloat(lhs) || !validFloat(rhs) || !validFloat(out) ||
       !isFloatType(compute) || !validKind(kind, MP_MINIMUM))
     return MP_ERROR_INVALID_ARGUMENT;
-  int32_t rank = out->rank;
-  if (lhs->rank > rank || rhs->rank > rank)
-    return MP_ERROR_INVALID_ARGUMENT;
   BroadcastPlan plan;
   plan.out = shapeOf(*out);
-  int64_t lstride = 1, rstride = 1;
-  for (int32_t d = rank - 1; d >= 0; --d) {
-    int32_t ld = d - (rank - lhs->rank), rd = d - (rank - rhs->rank);
-    int64_t lsz = ld >= 0 ? lhs->shape[ld] : 1;
-    int64_t rsz = rd >= 0 ? rhs->shape[rd] : 1;
-    int64_t osz = out->shape[d];
-    if ((lsz != osz && lsz != 1) || (rsz != osz && rsz != 1) ||
-        (lsz != osz && rsz != osz))
-      return MP_ERROR_INVALID_ARGUMENT;
-    plan.lhsStrides[d] = lsz == 1 ? 0 : lstride;
-    plan.rhsStrides[d] = rsz == 1 ? 0 : rstride;
-    lstride *= lsz;
-    rstride *= rsz;
-  }
+  if (!rt::broadcastStrides(*lhs, *rhs, *out, plan.lhsStrides,
+                            plan.rhsStrides))
+    return MP_ERROR_INVALID_ARGUMENT;
   int64_t n = mpNumElements(out);
   if (!n)
     return MP_OK;

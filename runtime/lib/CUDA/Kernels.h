@@ -20,6 +20,8 @@
 
 #include "mp/Runtime/MPRuntime.h"
 
+#include "../Checks.h"
+
 namespace mp::cuda {
 
 mpStatus mpConvert(const void *src, mpElementType srcType, void *dst,
@@ -87,10 +89,10 @@ mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
                       float beta1, float beta2, float epsilon,
                       float weightDecay);
 
-/// Argument checks shared by the kernels.
-bool isFloatType(mpElementType type);
-bool sameShape(const mpTensor *a, const mpTensor *b);
-bool isScalar(const mpTensor *t, mpElementType type);
+using rt::isFloatType;
+using rt::isScalar;
+using rt::sameShape;
+
 /// Valid float tensor with data (or with no elements).
 bool validFloat(const mpTensor *t);
 

@@ -485,23 +485,6 @@ mpStatus layerNormGradColumns(const mpTensor *dy, const mpTensor *x,
   return launched("layer norm gradient kernels") ? MP_OK : MP_ERROR_BACKEND;
 }
 
-bool layerNormPlan(const mpTensor *x, const mpTensor *scale,
-                   const mpTensor *stat, int64_t axis, int64_t &rows,
-                   int64_t &cols) {
-  if (axis < 0 || axis >= x->rank || scale->rank != x->rank - axis)
-    return false;
-  rows = cols = 1;
-  for (int32_t d = 0; d < x->rank; ++d) {
-    if (d < axis)
-      rows *= x->shape[d];
-    else if (scale->shape[d - axis] != x->shape[d])
-      return false;
-    else
-      cols *= x->shape[d];
-  }
-  return mpNumElements(stat) == rows;
-}
-
 bool isLabelTensor(const mpTensor *t) {
   return t && (t->elementType == MP_I32 || t->elementType == MP_I64) &&
          mpNumElements(t) >= 0 && (t->data || mpNumElements(t) == 0);
@@ -709,7 +692,7 @@ mpStatus mp::cuda::mpLayerNorm(const mpTensor *x, const mpTensor *scale,
   if (!validFloat(x) || !validFloat(scale) || !validFloat(bias) ||
       !validFloat(y) || !validFloat(mean) || !validFloat(rstd) ||
       !sameShape(x, y) || !sameShape(scale, bias) || !isFloatType(compute) ||
-      !(epsilon > 0) || !layerNormPlan(x, scale, mean, axis, rows, cols) ||
+      !(epsilon > 0) || !rt::layerNormShape(x, scale, mean, axis, rows, cols) ||
       mpNumElements(rstd) != rows)
     return MP_ERROR_INVALID_ARGUMENT;
   if (!rows || !cols)
@@ -739,7 +722,7 @@ mpStatus mp::cuda::mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
       !validFloat(dscale) || !validFloat(dbias) || !sameShape(dy, x) ||
       !sameShape(dx, x) || !sameShape(dscale, scale) ||
       !sameShape(dbias, scale) || !isFloatType(compute) ||
-      !layerNormPlan(x, scale, mean, axis, rows, cols) ||
+      !rt::layerNormShape(x, scale, mean, axis, rows, cols) ||
       mpNumElements(rstd) != rows)
     return MP_ERROR_INVALID_ARGUMENT;
   if (!cols)

@@ -153,14 +153,8 @@ mpStatus mp::cuda::mpUnscaleGrads(int32_t count, const mpTensor *grads,
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
-  if (count < 1 || !grads || !unscaled || !isScalar(scale, MP_F32) ||
-      !isScalar(foundInf, MP_I1))
+  if (!rt::unscaleArguments(count, grads, unscaled, scale, foundInf))
     return MP_ERROR_INVALID_ARGUMENT;
-  for (int32_t i = 0; i < count; ++i)
-    if (!isFloatType(grads[i].elementType) ||
-        grads[i].elementType != unscaled[i].elementType ||
-        !sameShape(&grads[i], &unscaled[i]) || mpNumElements(&grads[i]) < 0)
-      return MP_ERROR_INVALID_ARGUMENT;
   MP_CUDA_TRY(cudaMemsetAsync(foundInf->data, 0, 1, c->stream));
   for (int32_t first = 0; first < count; first += kTensorsPerLaunch) {
     TensorTable table{};

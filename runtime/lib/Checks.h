@@ -1,0 +1,95 @@
+//===- Checks.h - argument checks shared by the backends ----------*- C++ -*-===//
+//
+// Internal to the runtime. The shape rules of the kernels in MPRuntime.h,
+// written once for the CPU and the CUDA backend (host code only).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_RUNTIME_LIB_CHECKS_H
+#define MP_RUNTIME_LIB_CHECKS_H
+
+#include "mp/Runtime/MPRuntime.h"
+
+namespace mp::rt {
+
+inline bool isFloatType(mpElementType t) {
+  return t == MP_F32 || t == MP_F16 || t == MP_BF16 || t == MP_F64;
+}
+
+/// Whether `t` is a rank-0 tensor of `type` with data.
+inline bool isScalar(const mpTensor *t, mpElementType type) {
+  return t && t->data && t->rank == 0 && t->elementType == type;
+}
+
+inline bool sameShape(const mpTensor *a, const mpTensor *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int32_t d = 0; d < a->rank; ++d)
+    if (a->shape[d] != b->shape[d])
+      return false;
+  return true;
+}
+
+/// numpy broadcasting of `lhs` and `rhs` to `out`: per output dimension, the
+/// element stride of each operand (0 where it broadcasts). False when the
+/// shapes do not broadcast to out's.
+inline bool broadcastStrides(const mpTensor &lhs, const mpTensor &rhs,
+                             const mpTensor &out, int64_t *lhsStrides,
+                             int64_t *rhsStrides) {
+  int32_t rank = out.rank;
+  if (lhs.rank > rank || rhs.rank > rank)
+    return false;
+  int64_t lstride = 1, rstride = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    int32_t ld = d - (rank - lhs.rank), rd = d - (rank - rhs.rank);
+    int64_t lsz = ld >= 0 ? lhs.shape[ld] : 1;
+    int64_t rsz = rd >= 0 ? rhs.shape[rd] : 1;
+    int64_t osz = out.shape[d];
+    if ((lsz != osz && lsz != 1) || (rsz != osz && rsz != 1) ||
+        (lsz != osz && rsz != osz))
+      return false;
+    lhsStrides[d] = lsz == 1 ? 0 : lstride;
+    rhsStrides[d] = rsz == 1 ? 0 : rstride;
+    lstride *= lsz;
+    rstride *= rsz;
+  }
+  return true;
+}
+
+/// Layer norm over [axis, rank) of `x`: `scale` has those dimensions, a
+/// statistic (mean, rstd) one element per row. Sets rows and cols.
+inline bool layerNormShape(const mpTensor *x, const mpTensor *scale,
+                           const mpTensor *stat, int64_t axis, int64_t &rows,
+                           int64_t &cols) {
+  if (axis < 0 || axis >= x->rank || scale->rank != x->rank - axis)
+    return false;
+  rows = cols = 1;
+  for (int32_t d = 0; d < x->rank; ++d) {
+    if (d < axis)
+      rows *= x->shape[d];
+    else if (scale->shape[d - axis] != x->shape[d])
+      return false;
+    else
+      cols *= x->shape[d];
+  }
+  return !stat || mpNumElements(stat) == rows;
+}
+
+/// The arguments of mpUnscaleGrads.
+inline bool unscaleArguments(int32_t count, const mpTensor *grads,
+                             const mpTensor *unscaled, const mpTensor *scale,
+                             const mpTensor *foundInf) {
+  if (count < 1 || !grads || !unscaled || !isScalar(scale, MP_F32) ||
+      !isScalar(foundInf, MP_I1))
+    return false;
+  for (int32_t i = 0; i < count; ++i)
+    if (!isFloatType(grads[i].elementType) ||
+        grads[i].elementType != unscaled[i].elementType ||
+        !sameShape(&grads[i], &unscaled[i]) || mpNumElements(&grads[i]) < 0)
+      return false;
+  return true;
+}
+
+} // namespace mp::rt
+
+#endif // MP_RUNTIME_LIB_CHECKS_H
