@@ -90,6 +90,40 @@ inline bool unscaleArguments(int32_t count, const mpTensor *grads,
   return true;
 }
 
+/// f32 state of the shape of `param` (momentum buffers, Adam moments).
+inline bool isStateFor(const mpTensor *t, const mpTensor *param) {
+  return t && t->data && t->elementType == MP_F32 && sameShape(t, param);
+}
+
+/// f32 parameter with a float gradient of its shape and an optional i1 skip
+/// predicate: what both optimizer updates take.
+inline bool updateArguments(const mpTensor *param, const mpTensor *grad,
+                            const mpTensor *skip) {
+  return param && param->data && param->elementType == MP_F32 && grad &&
+         grad->data && isFloatType(grad->elementType) &&
+         sameShape(grad, param) && (!skip || isScalar(skip, MP_I1));
+}
+
+/// The arguments of mpSgdUpdate: a momentum buffer exactly when momentum is
+/// non-zero.
+inline bool sgdArguments(const mpTensor *param, const mpTensor *grad,
+                         const mpTensor *momentumBuffer, const mpTensor *skip,
+                         float momentum) {
+  return updateArguments(param, grad, skip) &&
+         (momentum != 0) == (momentumBuffer != nullptr) &&
+         (!momentumBuffer || isStateFor(momentumBuffer, param));
+}
+
+/// The arguments of mpAdamUpdate.
+inline bool adamArguments(const mpTensor *param, const mpTensor *grad,
+                          const mpTensor *firstMoment,
+                          const mpTensor *secondMoment, const mpTensor *step,
+                          const mpTensor *skip) {
+  return updateArguments(param, grad, skip) &&
+         isStateFor(firstMoment, param) && isStateFor(secondMoment, param) &&
+         isScalar(step, MP_I64);
+}
+
 } // namespace mp::rt
 
 #endif // MP_RUNTIME_LIB_CHECKS_H

@@ -19,20 +19,12 @@ static bool skipped(const mpTensor *skip) {
   return skip && *static_cast<const uint8_t *>(skip->data);
 }
 
-static bool isF32Like(const mpTensor *t, const mpTensor *param) {
-  return t && t->data && t->elementType == MP_F32 && sameShape(t, param);
-}
-
 extern "C" mpStatus mpSgdUpdate(mpTensor *param, const mpTensor *grad,
                                 mpTensor *momentumBuffer,
                                 const mpTensor *skip, float lr,
                                 float momentum, float weightDecay,
                                 int32_t nesterov) {
-  if (!param || !param->data || param->elementType != MP_F32 || !grad ||
-      !grad->data || !isFloatType(grad->elementType) ||
-      !sameShape(grad, param) || (skip && !isScalar(skip, MP_I1)) ||
-      (momentum != 0) != (momentumBuffer != nullptr) ||
-      (momentumBuffer && !isF32Like(momentumBuffer, param)))
+  if (!sgdArguments(param, grad, momentumBuffer, skip, momentum))
     return MP_ERROR_INVALID_ARGUMENT;
   if (skipped(skip))
     return MP_OK;
@@ -58,11 +50,7 @@ extern "C" mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
                                  const mpTensor *skip, float lr, float beta1,
                                  float beta2, float epsilon,
                                  float weightDecay) {
-  if (!param || !param->data || param->elementType != MP_F32 || !grad ||
-      !grad->data || !isFloatType(grad->elementType) ||
-      !sameShape(grad, param) || !isF32Like(firstMoment, param) ||
-      !isF32Like(secondMoment, param) || !isScalar(step, MP_I64) ||
-      (skip && !isScalar(skip, MP_I1)))
+  if (!adamArguments(param, grad, firstMoment, secondMoment, step, skip))
     return MP_ERROR_INVALID_ARGUMENT;
   if (skipped(skip))
     return MP_OK;

@@ -27,6 +27,19 @@ struct StridedPlan {
   int64_t srcBase = 0, dstBase = 0;
 };
 
+/// Calls `body(W{})` with W the unsigned word of `size` bytes (1, 2, 4 or
+/// 8); returns false for other sizes. Movement copies bits, whatever the
+/// element type.
+template <typename Body> bool withWord(size_t size, Body body) {
+  switch (size) {
+  case 1: body(uint8_t{}); return true;
+  case 2: body(uint16_t{}); return true;
+  case 4: body(uint32_t{}); return true;
+  case 8: body(uint64_t{}); return true;
+  default: return false;
+  }
+}
+
 template <typename W>
 __global__ void stridedCopyKernel(const W *src, W *dst, int64_t n,
                                   StridedPlan plan) {
@@ -53,31 +66,13 @@ mpStatus stridedCopy(const void *src, void *dst, size_t elementSize,
     n *= plan.space.dims[d];
   if (!n)
     return MP_OK;
-  unsigned grid = gridFor(n);
-  switch (elementSize) {
-  case 1:
-    stridedCopyKernel<<<grid, kThreads, 0, c->stream>>>(
-        static_cast<const uint8_t *>(src), static_cast<uint8_t *>(dst), n,
-        plan);
-    break;
-  case 2:
-    stridedCopyKernel<<<grid, kThreads, 0, c->stream>>>(
-        static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst), n,
-        plan);
-    break;
-  case 4:
-    stridedCopyKernel<<<grid, kThreads, 0, c->stream>>>(
-        static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst), n,
-        plan);
-    break;
-  case 8:
-    stridedCopyKernel<<<grid, kThreads, 0, c->stream>>>(
-        static_cast<const uint64_t *>(src), static_cast<uint64_t *>(dst), n,
-        plan);
-    break;
-  default:
+  bool known = withWord(elementSize, [&](auto word) {
+    using W = decltype(word);
+    stridedCopyKernel<<<gridFor(n), kThreads, 0, c->stream>>>(
+        static_cast<const W *>(src), static_cast<W *>(dst), n, plan);
+  });
+  if (!known)
     return MP_ERROR_INVALID_ARGUMENT;
-  }
   return launched("strided copy kernel") ? MP_OK : MP_ERROR_BACKEND;
 }
 
@@ -297,28 +292,12 @@ mpStatus mp::cuda::mpGather(const mpTensor *table, const mpTensor *ids,
     return MP_OK;
   if (!rows)
     return MP_ERROR_INVALID_ARGUMENT;
-  unsigned grid = gridFor(n);
-  switch (mpElementSize(table->elementType)) {
-  case 2:
-    gatherKernel<<<grid, kThreads, 0, c->stream>>>(
-        static_cast<const uint16_t *>(table->data), rows, width, ids->data,
-        ids->elementType, static_cast<uint16_t *>(out->data), n);
-    break;
-  case 4:
-    gatherKernel<<<grid, kThreads, 0, c->stream>>>(
-        static_cast<const uint32_t *>(table->data), rows, width, ids->data,
-        ids->elementType, static_cast<uint32_t *>(out->data), n);
-    break;
-  case 8:
-    gatherKernel<<<grid, kThreads, 0, c->stream>>>(
-        static_cast<const uint64_t *>(table->data), rows, width, ids->data,
-        ids->elementType, static_cast<uint64_t *>(out->data), n);
-    break;
-  default:
-    gatherKernel<<<grid, kThreads, 0, c->stream>>>(
-        static_cast<const uint8_t *>(table->data), rows, width, ids->data,
-        ids->elementType, static_cast<uint8_t *>(out->data), n);
-  }
+  withWord(mpElementSize(table->elementType), [&](auto word) {
+    using W = decltype(word);
+    gatherKernel<<<gridFor(n), kThreads, 0, c->stream>>>(
+        static_cast<const W *>(table->data), rows, width, ids->data,
+        ids->elementType, static_cast<W *>(out->data), n);
+  });
   return launched("gather kernel") ? MP_OK : MP_ERROR_BACKEND;
 }
 

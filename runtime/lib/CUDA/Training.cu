@@ -137,10 +137,6 @@ __global__ void adamKernel(float *p, const void *grad, int gradType, float *m,
   }
 }
 
-bool isF32Like(const mpTensor *t, const mpTensor *param) {
-  return t && t->data && t->elementType == MP_F32 && sameShape(t, param);
-}
-
 const uint8_t *skipPointer(const mpTensor *skip) {
   return skip ? static_cast<const uint8_t *>(skip->data) : nullptr;
 }
@@ -210,11 +206,7 @@ mpStatus mp::cuda::mpSgdUpdate(mpTensor *param, const mpTensor *grad,
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
-  if (!param || !param->data || param->elementType != MP_F32 || !grad ||
-      !grad->data || !isFloatType(grad->elementType) ||
-      !sameShape(grad, param) || (skip && !isScalar(skip, MP_I1)) ||
-      (momentum != 0) != (momentumBuffer != nullptr) ||
-      (momentumBuffer && !isF32Like(momentumBuffer, param)))
+  if (!rt::sgdArguments(param, grad, momentumBuffer, skip, momentum))
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t n = mpNumElements(param);
   if (!n)
@@ -234,11 +226,7 @@ mpStatus mp::cuda::mpAdamUpdate(mpTensor *param, const mpTensor *grad,
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
-  if (!param || !param->data || param->elementType != MP_F32 || !grad ||
-      !grad->data || !isFloatType(grad->elementType) ||
-      !sameShape(grad, param) || !isF32Like(firstMoment, param) ||
-      !isF32Like(secondMoment, param) || !isScalar(step, MP_I64) ||
-      (skip && !isScalar(skip, MP_I1)))
+  if (!rt::adamArguments(param, grad, firstMoment, secondMoment, step, skip))
     return MP_ERROR_INVALID_ARGUMENT;
   Scratch coefficients(2 * sizeof(float));
   if (!coefficients)
