@@ -30,7 +30,11 @@ OwningOpRef<ModuleOp> mp::runner::loadModule(Session &session,
                  << "': " << file.getError().message() << "\n";
     return nullptr;
   }
-  if (failed(mp::checkInputNesting((*file)->getMemBufferRef(), llvm::errs())))
+  if (failed(mp::checkInputNesting((*file)->getMemBufferRef(), llvm::errs())) ||
+      failed(mp::checkBytecodeNesting((*file)->getMemBufferRef(),
+                                      session.context.getDialectRegistry(),
+                                      /*allowUnregisteredDialects=*/false,
+                                      llvm::errs())))
     return nullptr;
   session.sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(session.sourceMgr, &session.context);

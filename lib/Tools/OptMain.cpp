@@ -1,12 +1,15 @@
 //===- OptMain.cpp - the mp-opt driver ------------------------------------===//
 //
 // What mlir::MlirOptMain(argc, argv, ...) does, with the input read by us so
-// that the nesting guard sees it (stdin can be read only once).
+// that the nesting guards see it (stdin can be read only once), and the
+// output written through a temporary file renamed into place, so that a
+// full disk is an error and never leaves half a file.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mp/Tools/OptMain.h"
 
+#include "mp/Support/FileOutput.h"
 #include "mp/Tools/InputGuard.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -14,13 +17,13 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 
 int mp::optMain(int argc, char **argv, llvm::StringRef toolName,
                 DialectRegistry &registry) {
   llvm::InitLLVM initLLVM(argc, argv);
+  reportFileSizeLimitAsError();
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, toolName, registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
@@ -42,16 +45,22 @@ int mp::optMain(int argc, char **argv, llvm::StringRef toolName,
     llvm::errs() << "error: " << errorMessage << "\n";
     return EXIT_FAILURE;
   }
-  if (failed(checkInputNesting(*input, llvm::errs())))
+  if (failed(checkInputNesting(*input, llvm::errs())) ||
+      failed(checkBytecodeNesting(*input, registry,
+                                  config.shouldAllowUnregisteredDialects(),
+                                  llvm::errs())))
     return EXIT_FAILURE;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(outputFilename, &errorMessage);
+  llvm::Expected<std::unique_ptr<AtomicFile>> output =
+      AtomicFile::create(outputFilename);
   if (!output) {
-    llvm::errs() << "error: " << errorMessage << "\n";
+    llvm::errs() << "error: " << llvm::toString(output.takeError()) << "\n";
     return EXIT_FAILURE;
   }
-  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+  if (failed(MlirOptMain((*output)->os(), std::move(input), registry, config)))
     return EXIT_FAILURE;
-  output->keep();
+  if (llvm::Error err = (*output)->commit()) {
+    llvm::errs() << "error: " << llvm::toString(std::move(err)) << "\n";
+    return EXIT_FAILURE;
+  }
   return EXIT_SUCCESS;
 }

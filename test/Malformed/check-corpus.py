@@ -12,6 +12,9 @@ exit with status 1 (not 0, not a signal) within the time limit and memory cap,
 print an `error:` line that carries a location (`file:line:col:` or
 `loc(...)`), and print no crash report. One summary line per input goes to
 stdout for FileCheck; the exit status is non-zero if any input misbehaved.
+The deeply nested bytecode input is written by MLIR_OPT (Debian's stock
+mlir-opt, with its stack limit raised so that it can parse the text) when
+the environment variable MLIR_OPT names it; without it the input is skipped.
 """
 
 import os
@@ -27,8 +30,35 @@ LOCATED = re.compile(r"(^\S+:\d+:\d+: error: |^error: .*loc\(|^\S+: error: )",
 CRASH = re.compile(r"Stack dump|PLEASE submit a bug report|Assertion .* failed")
 
 
+def raise_stack_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+
+
 def generate(scratch):
     os.makedirs(scratch, exist_ok=True)
+    # The affine parser recurses once per operator: a long sum or a chain of
+    # negations in an otherwise flat file.
+    n = 200000
+    with open(os.path.join(scratch, "long-affine-sum.mlir"), "w") as f:
+        f.write("#map = affine_map<(d0) -> (" + " + ".join(["d0"] * n) +
+                ")>\nfunc.func @f() attributes {m = #map} {\n  return\n}\n")
+    with open(os.path.join(scratch, "long-affine-negation.mlir"), "w") as f:
+        f.write("func.func @f() attributes {m = affine_map<(d0) -> (" +
+                "- " * n + "d0)>} {\n  return\n}\n")
+    # Bytecode nesting attributes 20000 levels deep: read iteratively by
+    # MLIR, but printed (and written) recursively.
+    mlir_opt = os.environ.get("MLIR_OPT")
+    if mlir_opt:
+        n = 20000
+        text = os.path.join(scratch, "deep-attributes.txt")
+        with open(text, "w") as f:
+            f.write("func.func @f() attributes {a = " + "[" * n + "1" +
+                    "]" * n + "} {\n  return\n}\n")
+        subprocess.run([mlir_opt, text, "--emit-bytecode", "-o",
+                        os.path.join(scratch, "deep-attributes.mlirbc")],
+                       check=True, preexec_fn=raise_stack_limit)
+        os.unlink(text)
     n = 100000
     with open(os.path.join(scratch, "deep-nesting.mlir"), "w") as f:
         f.write("func.func @f() {\n  %0 = tg.constant dense<" + "[" * n +

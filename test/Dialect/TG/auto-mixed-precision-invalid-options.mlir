@@ -31,5 +31,5 @@ func.func @f(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // BAD-OP: error: tg-auto-mixed-precision: policy file '{{.*}}': remove: unknown op 'tg.conv2d'
 // BAD-OVERRIDE: error: tg-auto-mixed-precision: policy file '{{.*}}': overrides[0] needs "precision" and exactly one of "name" and "pattern", all strings
 // BAD-PRECISION: error: tg-auto-mixed-precision: policy file '{{.*}}': overrides[0]: invalid precision 'f8'; expected f32, low or the compute type
-// REPORT: error: tg-auto-mixed-precision: cannot write report '{{.*}}r.json':
+// REPORT: error: tg-auto-mixed-precision: report: cannot write '{{.*}}r.json':
 // OPTION: no-such-option

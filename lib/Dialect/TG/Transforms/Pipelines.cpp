@@ -27,6 +27,7 @@ void mp::tg::buildTGMixedPrecisionPipeline(
   amp.removeClear.assign(o.removeClear.begin(), o.removeClear.end());
   amp.removeDeny.assign(o.removeDeny.begin(), o.removeDeny.end());
   amp.policyFile = o.policyFile;
+  amp.strictPolicy = o.strictPolicy;
   amp.level = o.level;
   amp.target = o.target;
   amp.reportFile = o.reportFile;

@@ -62,6 +62,8 @@ struct Node {
   /// overrides).
   PrecisionClass cls;
   bool independentStorage;
+  /// The data operands share one storage type (matmul).
+  bool sameOperandStorage;
   Rule rule = Rule::None;
   unsigned ruleFrom = 0;
   const PrecisionOverride *override = nullptr;
@@ -174,7 +176,8 @@ void Colouring::build(FunctionOpInterface fn) {
     }
     if (!hasFloat || hasF64)
       return;
-    Node n{op, *cls, op.hasIndependentResultStorage()};
+    Node n{op, *cls, op.hasIndependentResultStorage(),
+           op.hasSameDataOperandStorage()};
     const PrecisionOverride *o =
         policy.hasOverrides()
             ? policy.findOverride(getLocationName(op->getLoc()))
@@ -388,8 +391,14 @@ Want Colouring::wantOf(OpOperand &use) const {
     return Want::Original;
   if (allow[*u])
     return Want::Low;
-  if (n.cls == PrecisionClass::Deny && n.independentStorage)
-    return (flags & kSensitive) ? Want::F32 : Want::Any;
+  if (n.cls == PrecisionClass::Deny && n.independentStorage) {
+    // Operands that must share a storage type are read in f32: the one
+    // choice that holds whatever their producers store, and never rounds an
+    // f32 operand (a master weight) to the low type.
+    if ((flags & kSensitive) || n.sameOperandStorage)
+      return Want::F32;
+    return Want::Any;
+  }
   return Want::Original;
 }
 

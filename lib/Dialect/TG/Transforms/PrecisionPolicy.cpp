@@ -135,7 +135,7 @@ const PrecisionOverride *PrecisionPolicy::findOverride(StringRef name) const {
     if (!o.isGlob && o.pattern == name)
       return &o;
   for (const PrecisionOverride &o : overrides)
-    if (o.isGlob && o.glob.match(name))
+    if (o.isGlob && o.matches(name))
       return &o;
   return nullptr;
 }
@@ -221,6 +221,7 @@ LogicalResult PrecisionPolicy::loadFile(MLIRContext *ctx, StringRef path,
         return failure();
       }
       PrecisionOverride &o = overrides.emplace_back();
+      o.origin = at;
       std::optional<StringRef> name = obj->getString("name");
       std::optional<StringRef> pattern = obj->getString("pattern");
       std::optional<StringRef> precision = obj->getString("precision");

@@ -68,6 +68,12 @@ template <typename ConcreteOp>
 class IndependentResultStorage
     : public mlir::OpTrait::TraitBase<ConcreteOp, IndependentResultStorage> {};
 
+/// Marks ops whose data operands must share one storage type even though
+/// their results may be stored in another (matmul's lhs and rhs).
+template <typename ConcreteOp>
+class SameDataOperandStorage
+    : public mlir::OpTrait::TraitBase<ConcreteOp, SameDataOperandStorage> {};
+
 /// Marks ops whose data operands must be read in full precision.
 template <typename ConcreteOp>
 class FullPrecisionDataOperands

@@ -30,7 +30,9 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
     * `hasIndependentResultStorage` says whether results may be stored in
       another type than the data operands, and
       `isPrecisionSensitiveOperand` whether a data operand must be read in
-      full precision (loss inputs, optimizer gradients).
+      full precision (loss inputs, optimizer gradients);
+      `hasSameDataOperandStorage` whether such an op's data operands must
+      still share one storage type (matmul).
   }];
 
   let methods = [
@@ -67,6 +69,13 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
       "bool", "hasIndependentResultStorage", (ins), [{}], [{
         return ConcreteOp::template hasTrait<
             ::mp::tg::OpTrait::IndependentResultStorage>();
+      }]>,
+    StaticInterfaceMethod<
+      "Whether the data operands must share one storage type although the "
+      "results may be stored in another (the lhs and rhs of a matmul).",
+      "bool", "hasSameDataOperandStorage", (ins), [{}], [{
+        return ConcreteOp::template hasTrait<
+            ::mp::tg::OpTrait::SameDataOperandStorage>();
       }]>,
     InterfaceMethod<
       "Whether data operand `index` must be read in full precision (the "

@@ -46,6 +46,10 @@ class TG_ListClass<string cls>
 def TG_IndependentResultStorage : NativeOpTrait<"IndependentResultStorage"> {
   let cppNamespace = "::mp::tg::OpTrait";
 }
+/// Data operands share one storage type, results are independent (matmul).
+def TG_SameDataOperandStorage : NativeOpTrait<"SameDataOperandStorage"> {
+  let cppNamespace = "::mp::tg::OpTrait";
+}
 /// Data operands must be read in full precision (losses, optimizer updates).
 def TG_FullPrecisionDataOperands
     : NativeOpTrait<"FullPrecisionDataOperands"> {
@@ -288,7 +292,7 @@ class TG_ReduceOp<string mnemonic, string what>
 
 def TG_MatmulOp : TG_ComputeOp<"matmul", "Allow", [
     TG_InferShape, AllElementTypesMatch<["lhs", "rhs"]>,
-    TG_IndependentResultStorage]> {
+    TG_IndependentResultStorage, TG_SameDataOperandStorage]> {
   let summary = "batched matrix multiplication";
   let description = [{
     Multiplies the two innermost dimensions of `lhs` and `rhs`; every outer

@@ -53,6 +53,10 @@ struct TGMixedPrecisionPipelineOptions
                                      llvm::cl::desc("Ops to take off deny")};
   Option<std::string> policyFile{*this, "policy",
                                  llvm::cl::desc("JSON policy file")};
+  Option<bool> strictPolicy{
+      *this, "strict-policy",
+      llvm::cl::desc("An override that matches no op is an error"),
+      llvm::cl::init(false)};
   Option<std::string> level{*this, "level",
                             llvm::cl::desc("default, infer-as-deny, force-all"),
                             llvm::cl::init("default")};

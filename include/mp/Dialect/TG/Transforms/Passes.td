@@ -82,6 +82,9 @@ def TGAutoMixedPrecision : Pass<"tg-auto-mixed-precision", "::mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"generic\"",
            "The hardware: generic, cpu, sm_70, sm_75, sm_80, sm_86, sm_89, "
            "sm_90, sm_100 or sm_120">,
+    Option<"strictPolicy", "strict-policy", "bool", /*default=*/"false",
+           "Make a policy override that matches no op an error (it is a "
+           "warning otherwise)">,
     Option<"changeSignature", "change-signature", "bool", /*default=*/"false",
            "Let the function signature change: arguments used only in low "
            "precision (never parameters or state) are taken in the low type, "

@@ -29,9 +29,16 @@ enum class AmpLevel { Default, InferAsDeny, ForceAll };
 struct PrecisionOverride {
   enum class Precision { F32, Low };
   std::string pattern;
+  /// Where the override was given ("policy file 'p.json': overrides[0]").
+  std::string origin;
   bool isGlob = false;
   llvm::GlobPattern glob;
   Precision precision = Precision::F32;
+
+  /// Whether the override applies to an op with location name `name`.
+  bool matches(llvm::StringRef name) const {
+    return isGlob ? glob.match(name) : pattern == name;
+  }
 };
 
 class PrecisionPolicy {
@@ -62,6 +69,9 @@ public:
   bool hasOverrides() const { return !overrides.empty(); }
   /// The first override matching `name` (exact names before patterns).
   const PrecisionOverride *findOverride(llvm::StringRef name) const;
+  const std::deque<PrecisionOverride> &getOverrides() const {
+    return overrides;
+  }
 
   /// Whether argument and result types may change (off by default).
   void setChangeSignature(bool allow) { changeSignature = allow; }

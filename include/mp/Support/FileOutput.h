@@ -1,0 +1,70 @@
+//===- FileOutput.h - files written whole or not at all ---------*- C++ -*-===//
+//
+// Every file mp's tools write (reports, checkpoints, logs, summaries, plots,
+// compiled objects and headers, mp-opt's output) goes through a temporary
+// file next to its destination that is renamed over it only once everything
+// was written and closed without error. A full disk, a file-size limit or an
+// I/O error is reported as an llvm::Error naming the file, the temporary is
+// removed, and the previous file is left as it was; nothing is
+// half-written and nothing aborts (raw_fd_ostream would report_fatal_error
+// on an unchecked error when destroyed).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_SUPPORT_FILEOUTPUT_H
+#define MP_SUPPORT_FILEOUTPUT_H
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <string>
+
+namespace mp {
+
+/// A file being written: a temporary next to `path` until commit().
+/// Destroying an uncommitted AtomicFile removes the temporary. The path "-"
+/// writes to standard output directly.
+class AtomicFile {
+public:
+  /// Creates the temporary file.
+  static llvm::Expected<std::unique_ptr<AtomicFile>> create(llvm::StringRef path);
+  ~AtomicFile();
+
+  llvm::raw_ostream &os() { return *stream; }
+  llvm::StringRef path() const { return destination; }
+  /// Flushes and reports a write error that has happened so far, without
+  /// ending the file (for files written incrementally, such as logs).
+  llvm::Error check();
+  /// Closes the temporary and renames it over the destination.
+  llvm::Error commit();
+  /// Removes the temporary; the destination is untouched.
+  void discard();
+
+private:
+  AtomicFile() = default;
+  llvm::Error fail(std::error_code ec, llvm::StringRef what);
+
+  std::string destination;
+  llvm::SmallString<128> temporary;
+  std::unique_ptr<llvm::raw_fd_ostream> file;
+  llvm::raw_ostream *stream = nullptr;
+  bool done = false;
+};
+
+/// Writes `path` whole: `write` fills the stream, which goes to a temporary
+/// renamed over `path` when `write` succeeded and nothing failed.
+llvm::Error writeFileAtomically(
+    llvm::StringRef path,
+    llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write);
+
+/// Makes writes beyond the file-size limit (`ulimit -f`) fail with EFBIG
+/// instead of killing the process with SIGXFSZ, so that they are reported
+/// like any other write error. Tools call it once at start-up.
+void reportFileSizeLimitAsError();
+
+} // namespace mp
+
+#endif // MP_SUPPORT_FILEOUTPUT_H
