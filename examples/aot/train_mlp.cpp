@@ -1,9 +1,10 @@
 //===- train_mlp.cpp - train with a step compiled ahead of time -----------===//
 //
 // Links mlp_step.o (from `mp-compile examples/mlp_step.mlir --amp=f16`) and
-// the mp runtime. The generated header lists every tensor the step takes:
-// parameters and state (updated in place), the batch, and destinations for
-// the loss and outputs. The data is a toy task (the label is the index of
+// the mp runtime. The generated header lists every tensor the step takes
+// (mlp_step_tensors: parameters and state, updated in place, the batch, and
+// destinations for the loss and outputs) and names them in a struct
+// (mlp_step_args, run by mlp_step_run). The data is a toy task (the label is the index of
 // the largest of the first `classes` features); the program exits non-zero
 // unless the loss falls.
 //
@@ -73,9 +74,10 @@ int main() {
   int64_t classes = 10;
 
   std::normal_distribution<float> normal;
-  std::vector<void *> args(MLP_STEP_NUM_TENSORS);
+  // The header names every tensor in a struct; point each at its buffer.
+  mlp_step_args args;
   for (int k = 0; k < MLP_STEP_NUM_TENSORS; ++k)
-    args[k] = buffers[k].data();
+    *mlp_step_slot(&args, k) = buffers[k].data();
   double first = 0, last = 0;
   const int steps = 300, window = 30;
   for (int step = 0; step < steps; ++step) {
@@ -90,8 +92,7 @@ int main() {
       }
       ys[r] = best;
     }
-    mlp_step(args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-             args[7], args[8], args[9], args[10]);
+    mlp_step_run(&args);
     if (const char *error = mprtTakeError()) {
       std::fprintf(stderr, "step %d: %s\n", step + 1, error);
       return 1;

@@ -1,7 +1,9 @@
 //===- MPPlugin.cpp - mp as a plugin of a stock mlir-opt ------------------===//
 //
 // One shared library that is both a dialect plugin (the tg dialect) and a
-// pass plugin (mp's passes):
+// pass plugin (every mp pass and pipeline: tg-auto-mixed-precision,
+// tg-insert-loss-scaling, tg-mixed-precision, convert-tg-to-runtime and
+// tg-lower-to-llvm):
 //
 //   mlir-opt --load-dialect-plugin=lib/MPPlugin.so \
 //            --load-pass-plugin=lib/MPPlugin.so step.mlir \
@@ -12,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mp/Conversion/Passes.h"
 #include "mp/Dialect/TG/IR/TGDialect.h"
 #include "mp/Dialect/TG/Transforms/Passes.h"
 
@@ -31,5 +34,10 @@ mlirGetDialectPluginInfo() {
 extern "C" LLVM_ATTRIBUTE_WEAK mlir::PassPluginLibraryInfo
 mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "MPPasses", LLVM_VERSION_STRING,
-          []() { mp::tg::registerTGPasses(); }};
+          []() {
+            mp::tg::registerTGPasses();
+            mp::tg::registerTGMixedPrecisionPipeline();
+            mp::registerMPConversionPasses();
+            mp::registerTGLowerToLLVMPipeline();
+          }};
 }

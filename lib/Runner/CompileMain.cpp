@@ -11,6 +11,9 @@
 #include "CompiledStep.h"
 #include "Loading.h"
 
+#include "mp/Support/FileOutput.h"
+
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -22,6 +25,7 @@ namespace cl = llvm::cl;
 
 int mp::compileMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  reportFileSizeLimitAsError();
   cl::OptionCategory category("mp-compile options");
   cl::opt<std::string> input(cl::Positional, cl::desc("<step.mlir>"),
                              cl::Required, cl::cat(category));
@@ -29,8 +33,8 @@ int mp::compileMain(int argc, char **argv) {
                               cl::Required, cl::cat(category));
   cl::opt<std::string> header("header", cl::desc("C header to write"),
                               cl::Required, cl::cat(category));
-  cl::opt<std::string> amp("amp", cl::desc("f16, bf16 or off"),
-                           cl::init("f16"), cl::cat(category));
+  cl::opt<std::string> amp("amp", cl::desc("f16, bf16 or off"), cl::init("f16"),
+                           cl::cat(category));
   cl::opt<std::string> ampOptions("amp-options",
                                   cl::desc("tg-mixed-precision options"),
                                   cl::init(""), cl::cat(category));
@@ -48,8 +52,28 @@ int mp::compileMain(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = loadModule(session, input);
   if (!module)
     return 1;
+  // The object's symbol must be callable from C: a step named otherwise
+  // ("my.step") is renamed to its C identifier ("my_step").
+  FailureOr<func::FuncOp> step = findTrainStep(*module, entry);
+  if (failed(step))
+    return 1;
+  std::string cName = toCIdentifier(step->getSymName());
+  if (cName != step->getSymName()) {
+    if (module->lookupSymbol(cName)) {
+      llvm::errs() << "mp-compile: error: the step's name '"
+                   << step->getSymName() << "' is not a C identifier and '"
+                   << cName << "' is taken; rename the function\n";
+      return 1;
+    }
+    std::string original = step->getSymName().str();
+    SymbolTable symbols(*module);
+    if (failed(symbols.rename(*step, cName)))
+      return 1;
+    llvm::errs() << "mp-compile: note: the step '" << original
+                 << "' is called '" << cName << "' in C\n";
+  }
   AmpConfig config{amp, ampOptions};
-  FailureOr<StepSignature> sig = lowerStep(*module, entry, config);
+  FailureOr<StepSignature> sig = lowerStep(*module, cName, config);
   if (failed(sig))
     return 1;
   if (llvm::Error err = emitObjectFile(*module, output)) {

@@ -6,22 +6,27 @@
 #include "mp/Dialect/TG/IR/TGDialect.h"
 #include "mp/Dialect/TG/Transforms/Passes.h"
 #include "mp/Runtime/MPCompiled.h"
+#include "mp/Support/FileOutput.h"
 #ifdef MP_RUNTIME_HAS_CUDA
 #include "mp/Runtime/MPCuda.h"
 #endif
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -112,6 +117,43 @@ static FailureOr<StepSignature> readSignature(func::FuncOp fn) {
   return out;
 }
 
+/// Adds `<step>_forward`: the step's arguments in, its `logits` output out,
+/// keeping only the ops that output needs (the forward pass, at the
+/// precisions the mixed-precision passes gave the step). Returns its name,
+/// or nothing when the step has no `logits` output.
+static std::optional<std::pair<std::string, unsigned>>
+addForwardFunction(ModuleOp module, func::FuncOp step) {
+  std::optional<unsigned> logits;
+  for (unsigned r = 0, e = step.getNumResults(); r < e; ++r)
+    if (auto out = step.getResultAttrOfType<StringAttr>(
+            r, tg::TGDialect::kOutputAttr);
+        out && out.getValue() == "logits")
+      logits = r;
+  if (!logits)
+    return std::nullopt;
+  auto forward = cast<func::FuncOp>(step->clone());
+  forward->removeAttr(tg::TGDialect::kTrainStepAttr);
+  forward.setSymName((step.getSymName() + "_forward").str());
+  SymbolTable(module).insert(forward, std::next(Block::iterator(step)));
+  Block &body = forward.front();
+  Operation *ret = body.getTerminator();
+  Value output = ret->getOperand(*logits);
+  ret->setOperands(output);
+  forward.setType(FunctionType::get(module.getContext(),
+                                    forward.getArgumentTypes(),
+                                    {output.getType()}));
+  forward.removeArgAttrsAttr();
+  forward.removeResAttrsAttr();
+  // In reverse program order, so that users go before their operands.
+  for (Operation *op = ret->getPrevNode(); op;) {
+    Operation *previous = op->getPrevNode();
+    if (isOpTriviallyDead(op))
+      op->erase();
+    op = previous;
+  }
+  return std::make_pair(forward.getSymName().str(), *logits);
+}
+
 FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                                            llvm::StringRef entry,
                                            const AmpConfig &amp) {
@@ -138,6 +180,10 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
   FailureOr<StepSignature> sig = readSignature(step);
   if (failed(sig))
     return failure();
+  if (auto forward = addForwardFunction(module, step)) {
+    sig->forwardEntry = forward->first;
+    sig->forwardResult = forward->second;
+  }
   PassManager pm(module.getContext());
   buildTGLowerToLLVMPipeline(pm);
   if (failed(pm.run(module)))
@@ -199,16 +245,30 @@ CompiledStep::create(ModuleOp module, StepSignature signature,
 }
 
 llvm::Error CompiledStep::run(llvm::ArrayRef<void *> buffers) {
-  size_t expected = sig.arguments.size() + sig.destinations.size();
+  return invoke(sig.entry, buffers,
+                sig.arguments.size() + sig.destinations.size());
+}
+
+llvm::Error CompiledStep::runForward(llvm::ArrayRef<void *> buffers) {
+  if (sig.forwardEntry.empty())
+    return createStringError(std::errc::not_supported,
+                             "step '%s' has no logits output to evaluate",
+                             sig.entry.c_str());
+  return invoke(sig.forwardEntry, buffers, sig.arguments.size() + 1);
+}
+
+llvm::Error CompiledStep::invoke(llvm::StringRef name,
+                                 llvm::ArrayRef<void *> buffers,
+                                 size_t expected) {
   if (buffers.size() != expected)
     return createStringError(std::errc::invalid_argument,
-                             "step '%s' takes %zu buffers, got %zu",
-                             sig.entry.c_str(), expected, buffers.size());
+                             "'%s' takes %zu buffers, got %zu",
+                             name.str().c_str(), expected, buffers.size());
   std::vector<void *> pointers(buffers.begin(), buffers.end());
   std::vector<void *> packed;
   for (void *&p : pointers)
     packed.push_back(&p);
-  if (llvm::Error err = engine->invokePacked(sig.entry, packed))
+  if (llvm::Error err = engine->invokePacked(name, packed))
     return err;
   if (const char *message = mprtTakeError())
     return createStringError(std::errc::io_error, "runtime error: %s",
@@ -236,7 +296,7 @@ llvm::Error runner::emitObjectFile(ModuleOp module, llvm::StringRef path) {
   if (llvm::Error err =
           makeOptimizingTransformer(2, 0, machine.get())(llvmModule.get()))
     return err;
-  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) -> llvm::Error {
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) -> llvm::Error {
     llvm::SmallString<0> object;
     llvm::raw_svector_ostream objectStream(object);
     llvm::legacy::PassManager pm;
@@ -250,28 +310,113 @@ llvm::Error runner::emitObjectFile(ModuleOp module, llvm::StringRef path) {
   });
 }
 
-static std::string cIdentifier(llvm::StringRef name) {
+namespace {
+
+/// C and C++ keywords, which no identifier of the header may be.
+bool isReservedC(llvm::StringRef id) {
+  static const char *const words[] = {
+      "auto",     "break",    "case",     "char",   "const",    "continue",
+      "default",  "do",       "double",   "else",   "enum",     "extern",
+      "float",    "for",      "goto",     "if",     "inline",   "int",
+      "long",     "register", "restrict", "return", "short",    "signed",
+      "sizeof",   "static",   "struct",   "switch", "typedef",  "union",
+      "unsigned", "void",     "volatile", "while",  "_Bool",    "_Complex",
+      "bool",     "true",     "false",    "class",  "delete",   "new",
+      "this",     "template", "typename", "namespace", "operator",
+      "private",  "public",   "protected", "virtual", "friend", "using",
+      "try",      "catch",    "throw",    "mutable", "explicit", "export"};
+  return llvm::is_contained(words, id);
+}
+
+/// A C identifier for `name`: other characters become '_', a leading digit
+/// or a keyword gets a '_', and `taken` makes it unique.
+std::string cIdentifier(llvm::StringRef name, llvm::StringSet<> *taken) {
   std::string id;
   for (char c : name)
     id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0])))
+  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0])) ||
+      isReservedC(id))
     id = "_" + id;
-  return id;
+  if (!taken)
+    return id;
+  std::string unique = id;
+  for (int k = 1; !taken->insert(unique).second; ++k)
+    unique = id + "_" + std::to_string(k);
+  return unique;
+}
+
+/// `text` as the body of a C string literal.
+std::string cString(llvm::StringRef text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += char(c);
+    else if (c == '?')
+      out += "\\?"; // no trigraphs
+    else if (c < 0x20 || c >= 0x7f)
+      out += llvm::formatv("\\{0:o3}", unsigned(c)).str();
+    else
+      out += char(c);
+  }
+  return out;
+}
+
+/// `text` safe inside a C block comment.
+std::string cComment(llvm::StringRef text) {
+  std::string out;
+  for (char c : text) {
+    out += c == '\n' || c == '\r' ? ' ' : c;
+    if (out.size() >= 2 && out.substr(out.size() - 2) == "*/")
+      out.insert(out.size() - 1, " ");
+  }
+  return out;
+}
+
+} // namespace
+
+std::string runner::toCIdentifier(llvm::StringRef name) {
+  return cIdentifier(name, nullptr);
 }
 
 llvm::Error runner::emitHeader(const StepSignature &sig, llvm::StringRef path,
                                llvm::StringRef source) {
-  std::string fn = cIdentifier(sig.entry);
+  std::string fn = cIdentifier(sig.entry, nullptr);
   std::string upper = llvm::StringRef(fn).upper();
-  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) -> llvm::Error {
-    os << "/* Generated by mp-compile from " << source
+  static const char *roles[] = {"PARAM", "STATE", "INPUT", "LABEL"};
+  // Every tensor of the call, in order, with its role and field name.
+  struct Slot {
+    const StepTensor *tensor;
+    std::string role, field;
+    mlir::DenseElementsAttr init;
+  };
+  std::vector<Slot> slots;
+  llvm::StringSet<> taken;
+  for (const StepArgument &a : sig.arguments)
+    slots.push_back({&a, roles[int(a.role)], cIdentifier(a.name, &taken),
+                     a.init});
+  for (unsigned r : sig.destinations) {
+    const StepResult &res = sig.results[r];
+    slots.push_back({&res,
+                     res.kind == tg::StepResult::Kind::Loss ? "LOSS" : "OUTPUT",
+                     cIdentifier(res.name, &taken), {}});
+  }
+  for (const Slot &slot : slots)
+    if (slot.init && !slot.init.isSplat())
+      return createStringError(std::errc::not_supported,
+                               "tg.init of '%s' is not a splat; the header "
+                               "only carries splat initial values",
+                               slot.tensor->name.c_str());
+
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) -> llvm::Error {
+    os << "/* Generated by mp-compile from " << cComment(source)
        << ". Do not edit.\n *\n"
-       << " * " << fn << " runs one training step. It takes one pointer per "
-       << "tensor, in the order of\n * " << fn << "_tensors: the step's "
-       << "arguments, then a destination for each result\n * that is not "
-       << "an update. Parameters and state are updated in place. Link with\n"
-       << " * the mp runtime (mp_runtime); after a step, mprtTakeError() "
-       << "returns any\n * runtime error.\n */\n\n";
+       << " * " << fn << "_run(&args) runs one training step on the tensors "
+       << "named in\n * " << fn << "_args; " << fn << "(...) is the same "
+       << "call with one pointer per tensor, in\n * the order of " << fn
+       << "_tensors: the step's arguments, then a destination for\n"
+       << " * each result that is not an update. Parameters and state are "
+       << "updated in\n * place. Link with the mp runtime (mp_runtime); "
+       << "after a step,\n * mprtTakeError() returns any runtime error.\n */\n\n";
     os << "#ifndef " << upper << "_H\n#define " << upper << "_H\n\n"
        << "#include \"mp/Runtime/MPCompiled.h\"\n\n"
        << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
@@ -285,53 +430,63 @@ llvm::Error runner::emitHeader(const StepSignature &sig, llvm::StringRef path,
        << "  int64_t shape[MP_MAX_RANK];\n"
        << "  int32_t hasInit; /* a splat initial value from tg.init */\n"
        << "  double init;\n} " << fn << "_tensor;\n\n";
-    size_t count = sig.arguments.size() + sig.destinations.size();
-    os << "enum { " << upper << "_NUM_TENSORS = " << count << " };\n\n";
+    os << "enum { " << upper << "_NUM_TENSORS = " << slots.size() << " };\n\n";
     os << "static const " << fn << "_tensor " << fn << "_tensors["
-       << std::max<size_t>(count, 1) << "] = {\n";
-    static const char *roles[] = {"PARAM", "STATE", "INPUT", "LABEL"};
-    auto emit = [&](const StepTensor &t, llvm::StringRef role,
-                    mlir::DenseElementsAttr init) -> llvm::Error {
-      os << "  {\"" << t.name << "\", " << upper << "_" << role << ", "
-         << "(mpElementType)" << int(t.type) << ", " << t.shape.size() << ", {";
+       << std::max<size_t>(slots.size(), 1) << "] = {\n";
+    for (const Slot &slot : slots) {
+      const StepTensor &t = *slot.tensor;
+      os << "  {\"" << cString(t.name) << "\", " << upper << "_" << slot.role
+         << ", (mpElementType)" << int(t.type) << ", " << t.shape.size()
+         << ", {";
       for (size_t d = 0; d < t.shape.size(); ++d)
         os << (d ? ", " : "") << t.shape[d];
       if (t.shape.empty())
         os << "0";
       os << "}, ";
-      if (init) {
-        if (!init.isSplat())
-          return createStringError(
-              std::errc::not_supported,
-              "tg.init of '%s' is not a splat; the header only carries "
-              "splat initial values",
-              t.name.c_str());
-        double v = isa<FloatType>(init.getElementType())
-                       ? init.getSplatValue<llvm::APFloat>().convertToDouble()
-                       : double(init.getSplatValue<llvm::APInt>().getSExtValue());
+      if (slot.init) {
+        double v = isa<FloatType>(slot.init.getElementType())
+                       ? slot.init.getSplatValue<llvm::APFloat>()
+                             .convertToDouble()
+                       : double(slot.init.getSplatValue<llvm::APInt>()
+                                    .getSExtValue());
         os << "1, " << llvm::formatv("{0:e}", v).str();
       } else {
         os << "0, 0.0";
       }
       os << "},\n";
-      return llvm::Error::success();
-    };
-    for (const StepArgument &a : sig.arguments)
-      if (llvm::Error err = emit(a, roles[int(a.role)], a.init))
-        return err;
-    for (unsigned r : sig.destinations) {
-      const StepResult &res = sig.results[r];
-      if (llvm::Error err =
-              emit(res, res.kind == tg::StepResult::Kind::Loss ? "LOSS"
-                                                               : "OUTPUT",
-                   {}))
-        return err;
     }
     os << "};\n\n";
+    os << "/* The step, one pointer per tensor (for C callers that build the "
+          "call\n * from " << fn << "_tensors). */\n";
     os << "void " << fn << "(";
-    for (size_t k = 0; k < count; ++k)
+    for (size_t k = 0; k < slots.size(); ++k)
       os << (k ? ", " : "") << "void *";
-    os << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+    os << ");\n\n";
+    os << "/* The tensors of one step by name, in the order of " << fn
+       << "_tensors. */\n"
+       << "typedef struct " << fn << "_args {\n";
+    for (const Slot &slot : slots)
+      os << "  void *" << slot.field << "; /* "
+         << llvm::StringRef(slot.role).lower() << " \""
+         << cComment(cString(slot.tensor->name)) << "\": "
+         << describeShape(slot.tensor->type, slot.tensor->shape) << " */\n";
+    if (slots.empty())
+      os << "  char unused;\n";
+    os << "} " << fn << "_args;\n\n";
+    os << "/* Runs one step on the tensors of `args`. */\n"
+       << "static inline void " << fn << "_run(const " << fn
+       << "_args *args) {\n  " << fn << "(";
+    for (size_t k = 0; k < slots.size(); ++k)
+      os << (k ? ", " : "") << "args->" << slots[k].field;
+    os << ");\n}\n\n";
+    os << "/* The field of `args` that holds tensor `k` of " << fn
+       << "_tensors. */\n"
+       << "static inline void **" << fn << "_slot(" << fn
+       << "_args *args, int k) {\n  switch (k) {\n";
+    for (size_t k = 0; k < slots.size(); ++k)
+      os << "  case " << k << ": return &args->" << slots[k].field << ";\n";
+    os << "  default: return 0;\n  }\n}\n\n";
+    os << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
     return llvm::Error::success();
   });
 }

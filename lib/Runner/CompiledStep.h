@@ -64,6 +64,11 @@ struct StepSignature {
   std::vector<StepResult> results;
   std::vector<unsigned> destinations; // result indices, in argument order
   unsigned lossResult = 0;
+  /// The forward pass alone, for evaluation: a function taking the step's
+  /// arguments and a destination for the `logits` output (result
+  /// `forwardResult` of the step), when the step has one.
+  std::string forwardEntry;
+  std::optional<unsigned> forwardResult;
 
   std::optional<unsigned> findArgument(llvm::StringRef name) const;
   std::optional<unsigned> findOutput(llvm::StringRef name) const;
@@ -74,9 +79,11 @@ struct StepSignature {
 mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,
                                                   llvm::StringRef entry);
 
-/// Runs the mixed-precision pipeline and tg-lower-to-llvm on `module` (in
-/// place) and returns the signature of the step. Diagnostics go to the
-/// context's handler.
+/// Runs the mixed-precision pipeline on `module` (in place), adds the
+/// step's forward function (`<entry>_forward`, computing the `logits`
+/// output alone, with the step's precisions) and runs tg-lower-to-llvm;
+/// returns the signature of the step. Diagnostics go to the context's
+/// handler.
 mlir::FailureOr<StepSignature> lowerStep(mlir::ModuleOp module,
                                          llvm::StringRef entry,
                                          const AmpConfig &amp);
@@ -96,18 +103,29 @@ public:
   /// for the CPU backend, the CUDA backend's device memory for CUDA);
   /// reports runtime errors.
   llvm::Error run(llvm::ArrayRef<void *> buffers);
+  /// Runs the forward function on the step's arguments and one destination
+  /// for the logits (signature().forwardEntry must be set).
+  llvm::Error runForward(llvm::ArrayRef<void *> buffers);
 
 private:
   CompiledStep() = default;
+  llvm::Error invoke(llvm::StringRef name, llvm::ArrayRef<void *> buffers,
+                     size_t expected);
   std::unique_ptr<mlir::ExecutionEngine> engine;
   StepSignature sig;
 };
+
+/// `name` as a C identifier (other characters become '_'; a leading digit
+/// or a keyword gets a '_').
+std::string toCIdentifier(llvm::StringRef name);
 
 /// Writes the lowered `module` as an object file for the host.
 llvm::Error emitObjectFile(mlir::ModuleOp module, llvm::StringRef path);
 
 /// Writes a C header declaring the compiled step and describing its
-/// arguments (names, roles, types, shapes, initial values).
+/// arguments (names, roles, types, shapes, initial values), with a struct
+/// naming every tensor. Tensor names are escaped; field names are unique C
+/// identifiers.
 llvm::Error emitHeader(const StepSignature &signature, llvm::StringRef path,
                        llvm::StringRef source);
 

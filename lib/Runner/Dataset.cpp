@@ -93,6 +93,8 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
   if (x.shape.empty() || y.shape.empty() || x.shape[0] != y.shape[0])
     return unsupported("input and label must share a leading batch dimension");
   int64_t batch = x.shape[0];
+  if (batch < 1)
+    return unsupported("its batch dimension is empty");
   trainSamples = std::max(batch, trainSamples / batch * batch);
   evalSamples = std::max(batch, evalSamples / batch * batch);
 
@@ -210,23 +212,29 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
   return unsupported("its inputs match none of the built-in tasks");
 }
 
-llvm::Expected<Dataset>
-runner::loadNpyDataset(const StepSignature &sig,
-                       llvm::ArrayRef<std::string> specs) {
-  Dataset data;
+/// Reads one `name=path.npy` per input and label of `sig` into `split`;
+/// returns the common sample count.
+static llvm::Expected<int64_t>
+loadNpyArrays(const StepSignature &sig, llvm::ArrayRef<std::string> specs,
+              llvm::StringRef option, std::map<unsigned, HostTensor> &split,
+              std::map<unsigned, std::string> &sources) {
   int64_t samples = -1;
   for (const std::string &spec : specs) {
     auto [name, path] = llvm::StringRef(spec).split('=');
     if (path.empty())
       return createStringError(std::errc::invalid_argument,
-                               "--data expects <name>=<file.npy>, got '%s'",
-                               spec.c_str());
+                               "%s expects <name>=<file.npy>, got '%s'",
+                               option.str().c_str(), spec.c_str());
     std::optional<unsigned> arg = sig.findArgument(name);
     if (!arg || (sig.arguments[*arg].role != tg::ArgRole::Input &&
                  sig.arguments[*arg].role != tg::ArgRole::Label))
       return createStringError(std::errc::invalid_argument,
-                               "--data: the step has no input or label named "
+                               "%s: the step has no input or label named "
                                "'%s'",
+                               option.str().c_str(), name.str().c_str());
+    if (split.count(*arg))
+      return createStringError(std::errc::invalid_argument,
+                               "%s: '%s' is given twice", option.str().c_str(),
                                name.str().c_str());
     llvm::Expected<HostTensor> array = readNpy(path);
     if (!array)
@@ -254,16 +262,97 @@ runner::loadNpyDataset(const StepSignature &sig,
                                path.str().c_str(),
                                (long long)array->shape[0], (long long)samples);
     samples = array->shape[0];
-    data.train[*arg] = std::move(*array);
+    split[*arg] = std::move(*array);
+    sources[*arg] = path.str();
   }
   for (auto [k, a] : llvm::enumerate(sig.arguments))
     if ((a.role == tg::ArgRole::Input || a.role == tg::ArgRole::Label) &&
-        !data.train.count(k))
+        !split.count(k))
       return createStringError(std::errc::invalid_argument,
-                               "--data: no array for '%s'", a.name.c_str());
-  data.eval = data.train;
-  data.trainSamples = data.evalSamples = samples;
-  data.description = "arrays from .npy files (" + std::to_string(samples) +
-                     " samples; evaluation on the same arrays)";
+                               "%s: no array for '%s'", option.str().c_str(),
+                               a.name.c_str());
+  return samples;
+}
+
+llvm::Expected<Dataset>
+runner::loadNpyDataset(const StepSignature &sig,
+                       llvm::ArrayRef<std::string> specs,
+                       llvm::ArrayRef<std::string> evalSpecs) {
+  Dataset data;
+  llvm::Expected<int64_t> samples =
+      loadNpyArrays(sig, specs, "--data", data.train, data.trainSource);
+  if (!samples)
+    return samples.takeError();
+  data.trainSamples = *samples;
+  if (evalSpecs.empty()) {
+    data.eval = data.train;
+    data.evalSource = data.trainSource;
+    data.evalSamples = data.trainSamples;
+    data.evalHeldOut = false;
+    data.description = "arrays from .npy files (" + std::to_string(*samples) +
+                       " samples; no --eval-data: accuracy is measured on "
+                       "the training arrays)";
+    return data;
+  }
+  llvm::Expected<int64_t> evalSamples =
+      loadNpyArrays(sig, evalSpecs, "--eval-data", data.eval, data.evalSource);
+  if (!evalSamples)
+    return evalSamples.takeError();
+  data.evalSamples = *evalSamples;
+  data.description = "arrays from .npy files (" + std::to_string(*samples) +
+                     " training samples, " + std::to_string(*evalSamples) +
+                     " held out)";
   return data;
+}
+
+llvm::Error runner::checkLabels(const StepSignature &sig,
+                                const ModelShape &model, const Dataset &data) {
+  if (model.classes < 1)
+    return llvm::Error::success();
+  auto check = [&](const std::map<unsigned, HostTensor> &split,
+                   const std::map<unsigned, std::string> &sources,
+                   bool training) -> llvm::Error {
+    for (auto &[arg, array] : split) {
+      const StepArgument &a = sig.arguments[arg];
+      if (a.role != tg::ArgRole::Label ||
+          (array.type != MP_I32 && array.type != MP_I64))
+        continue;
+      int64_t perSample = array.shape.empty() || array.shape[0] == 0
+                              ? 1
+                              : array.numElements() / array.shape[0];
+      int64_t batch = a.shape.empty() ? 1 : a.shape[0];
+      for (int64_t i = 0, e = array.numElements(); i < e; ++i) {
+        int64_t label = array.getInt(i);
+        if (label >= 0 && label < model.classes)
+          continue;
+        int64_t sample = i / perSample;
+        auto source = sources.find(arg);
+        std::string where =
+            source != sources.end() ? source->second : "'" + a.name + "'";
+        std::string at = "sample " + std::to_string(sample);
+        if (perSample > 1)
+          at += ", position " + std::to_string(i % perSample);
+        std::string use =
+            training ? "first read by step " +
+                           std::to_string(sample / batch + 1) +
+                           " at batch position " +
+                           std::to_string(sample % batch)
+                     : "in evaluation batch " +
+                           std::to_string(sample / batch + 1) +
+                           " at position " + std::to_string(sample % batch);
+        return createStringError(
+            std::errc::invalid_argument,
+            "%s: %s has label %lld, outside [0, %lld) (the classes of the "
+            "logits); %s",
+            where.c_str(), at.c_str(), (long long)label,
+            (long long)model.classes, use.c_str());
+      }
+    }
+    return llvm::Error::success();
+  };
+  if (llvm::Error err = check(data.train, data.trainSource, true))
+    return err;
+  if (data.evalHeldOut)
+    return check(data.eval, data.evalSource, false);
+  return llvm::Error::success();
 }

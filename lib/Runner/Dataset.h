@@ -15,7 +15,9 @@
 //     t is the token at t - 1 (at 0, the token itself), modulo the classes:
 //     it needs attention to the previous position.
 //   - regression: x ~ N(0, 1), target = tanh(x A) for a fixed random A.
-// Or arrays from .npy files (then evaluation uses the training arrays).
+// Or arrays from .npy files, with held-out arrays for evaluation
+// (--eval-data), or else evaluation on the training arrays, which the
+// runner then reports as training accuracy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,11 +36,15 @@ struct Dataset {
   /// Per argument index: all samples.
   std::map<unsigned, HostTensor> train, eval;
   int64_t trainSamples = 0, evalSamples = 0;
+  /// Whether `eval` is held out (not trained on): accuracy on it is test
+  /// accuracy; otherwise it is the training arrays.
+  bool evalHeldOut = true;
+  /// Where each array came from ("labels.npy"), for messages.
+  std::map<unsigned, std::string> trainSource, evalSource;
 
   /// Copies batch `index` of `split` into the argument buffers.
   void fillBatch(const std::map<unsigned, HostTensor> &split, int64_t samples,
                  int64_t index, std::vector<HostTensor> &arguments) const;
-  int64_t evalBatches(int64_t batch) const { return evalSamples / batch; }
 };
 
 /// What the synthetic tasks need to know about the model beyond the
@@ -59,9 +65,18 @@ llvm::Expected<Dataset> makeSyntheticDataset(const StepSignature &sig,
                                              int64_t trainSamples,
                                              int64_t evalSamples);
 
-/// A dataset from `name=path.npy` pairs, one per input and label.
+/// A dataset from `name=path.npy` pairs, one per input and label, and
+/// optionally held-out arrays for evaluation in the same form.
 llvm::Expected<Dataset> loadNpyDataset(const StepSignature &sig,
-                                       llvm::ArrayRef<std::string> specs);
+                                       llvm::ArrayRef<std::string> specs,
+                                       llvm::ArrayRef<std::string> evalSpecs);
+
+/// Checks that every class label of `data` lies in [0, classes): a label
+/// outside would contribute nothing to the loss and silently give
+/// accuracy 0. The error names the file, the sample (and position), the
+/// step that first reads it and the position in its batch.
+llvm::Error checkLabels(const StepSignature &sig, const ModelShape &model,
+                        const Dataset &data);
 
 } // namespace mp::runner
 

@@ -6,6 +6,7 @@
 #include "mp/Runtime/MPCuda.h"
 #endif
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
@@ -62,6 +63,13 @@ const char *yesNo(bool b) { return b ? "yes" : "no"; }
 
 } // namespace
 
+/// Whether the machine has an NVIDIA GPU the kernel driver exposes.
+static bool nvidiaDevicePresent() {
+  return llvm::sys::fs::exists("/dev/nvidia0") ||
+         llvm::sys::fs::exists("/dev/nvidiactl") ||
+         llvm::sys::fs::exists("/proc/driver/nvidia/version");
+}
+
 #ifdef MP_RUNTIME_HAS_CUDA
 /// The first GPU, when there is one (the one the CUDA backend uses).
 static std::optional<mprtCudaDeviceInfo> firstGpu(std::string &why) {
@@ -88,6 +96,11 @@ llvm::Expected<BackendChoice> runner::chooseBackend(llvm::StringRef option) {
                              "--backend must be cpu, cuda or auto, not '%s'",
                              option.str().c_str());
 #ifdef MP_RUNTIME_HAS_CUDA
+  // Without an NVIDIA device node there is no GPU to ask about: auto says
+  // so plainly instead of relaying the CUDA runtime's complaint about a
+  // missing driver, which reads like a broken installation.
+  if (option == "auto" && !nvidiaDevicePresent())
+    return BackendChoice{Backend::CPU, "no GPU found; using the CPU backend"};
   if (mprtCudaInitialize(0) == MP_OK)
     return BackendChoice{Backend::CUDA, ""};
   const char *message = mprtTakeError();
@@ -95,13 +108,15 @@ llvm::Expected<BackendChoice> runner::chooseBackend(llvm::StringRef option) {
   if (option == "cuda")
     return createStringError(std::errc::no_such_device, "--backend=cuda: %s",
                              why.c_str());
-  return BackendChoice{Backend::CPU, "auto: " + why};
+  return BackendChoice{Backend::CPU, "a GPU is present but unusable (" + why +
+                                         "); using the CPU backend"};
 #else
   if (option == "cuda")
     return createStringError(std::errc::not_supported,
                              "--backend=cuda: this build has no CUDA backend; "
                              "use --backend=cpu or auto");
-  return BackendChoice{Backend::CPU, "auto: no CUDA backend in this build"};
+  return BackendChoice{Backend::CPU,
+                       "this build has no CUDA backend; using the CPU backend"};
 #endif
 }
 
@@ -123,12 +138,12 @@ std::pair<std::string, std::string> runner::defaultAmp(Backend backend) {
   }
 #endif
   (void)backend;
-  CpuFeatures f = cpuFeatures();
-  if (f.avx512bf16)
-    return {"bf16", "the CPU has AVX-512 BF16"};
-  if (f.f16c)
-    return {"f16", "the CPU has F16C conversions"};
-  return {"off", "the CPU has no f16/bf16 conversion instructions"};
+  // The CPU backend converts f16/bf16 in software around every kernel, so
+  // mixed precision is slower than FP32 there (benchmarks/README.md); auto
+  // picks what is fastest, not what the CPU's instructions could do.
+  return {"off", "FP32: the CPU backend runs f16 and bf16 slower than f32 "
+                 "(it converts around every kernel); ask for --amp=bf16 or "
+                 "--amp=f16 to train in mixed precision anyway"};
 }
 
 llvm::Error runner::checkAmpSupported(Backend backend, llvm::StringRef amp) {
@@ -172,6 +187,11 @@ void runner::describeDevices(llvm::raw_ostream &os) {
   os << "  --amp=auto on the CPU: " << cpuAmp << " (" << cpuWhy << ")\n";
 #ifdef MP_RUNTIME_HAS_CUDA
   os << "CUDA backend: built for " << MP_CUDA_ARCHITECTURES << "\n";
+  if (!nvidiaDevicePresent()) {
+    os << "  no GPU found (no NVIDIA device on this machine)\n"
+       << "  --backend=auto runs on the CPU\n";
+    return;
+  }
   int32_t count = mprtCudaDeviceCount();
   if (count < 1) {
     const char *message = mprtTakeError();
@@ -214,6 +234,19 @@ Executor::~Executor() = default;
 
 namespace {
 
+/// The buffers of the forward function: the step's arguments, then the
+/// destination of its logits.
+std::vector<unsigned> forwardBuffers(const StepSignature &sig) {
+  std::vector<unsigned> buffers;
+  for (unsigned k = 0; k < sig.arguments.size(); ++k)
+    buffers.push_back(k);
+  if (sig.forwardResult) {
+    auto it = llvm::find(sig.destinations, *sig.forwardResult);
+    buffers.push_back(sig.arguments.size() + (it - sig.destinations.begin()));
+  }
+  return buffers;
+}
+
 /// The step runs on the host buffers themselves.
 class CpuExecutor final : public Executor {
 public:
@@ -228,6 +261,12 @@ public:
     for (HostTensor &t : buffers)
       pointers.push_back(t.data());
     return step.run(pointers);
+  }
+  llvm::Error runForward() override {
+    std::vector<void *> pointers;
+    for (unsigned k : forwardBuffers(step.signature()))
+      pointers.push_back(buffers[k].data());
+    return step.runForward(pointers);
   }
   mprtAllocatorStats allocatorStats() const override {
     mprtAllocatorStats stats;
@@ -288,6 +327,13 @@ public:
     if (mprtCudaSynchronize() != MP_OK)
       return runtimeError("running the step on the GPU");
     return llvm::Error::success();
+  }
+
+  llvm::Error runForward() override {
+    std::vector<void *> pointers;
+    for (unsigned k : forwardBuffers(step.signature()))
+      pointers.push_back(device[k]);
+    return step.runForward(pointers);
   }
 
   llvm::Error run() override {

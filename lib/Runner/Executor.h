@@ -37,7 +37,8 @@ struct BackendChoice {
 /// cuda without a device is an error, auto falls back to the CPU.
 llvm::Expected<BackendChoice> chooseBackend(llvm::StringRef option);
 
-/// The AMP mode for --amp=auto on `backend`, with the reason.
+/// The AMP mode for --amp=auto on `backend`: what it runs fastest, with the
+/// reason.
 std::pair<std::string, std::string> defaultAmp(Backend backend);
 
 /// Refuses an AMP mode the hardware cannot run fast, saying what to use.
@@ -62,6 +63,9 @@ public:
   virtual llvm::Error download(unsigned k) = 0;
   /// Runs one step.
   virtual llvm::Error run() = 0;
+  /// Runs the forward function (evaluation) on the step's arguments,
+  /// writing the logits into the step's logits destination.
+  virtual llvm::Error runForward() = 0;
   /// Waits for everything enqueued; reports asynchronous failures.
   virtual llvm::Error finish() = 0;
   /// The allocator statistics of this backend.

@@ -2,6 +2,9 @@
 
 #include "HostTensor.h"
 
+#include "mp/Support/FileOutput.h"
+#include "mp/Support/Json.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -69,12 +72,24 @@ void HostTensor::setInt(int64_t i, int64_t value) {
   }
 }
 
-std::string HostTensor::describe() const {
+std::string HostTensor::describe() const { return describeShape(type, shape); }
+
+std::string runner::describeShape(mpElementType type,
+                                  llvm::ArrayRef<int64_t> shape) {
   std::string s = elementTypeName(type);
   s += "[";
   for (size_t d = 0; d < shape.size(); ++d)
     s += (d ? ", " : "") + std::to_string(shape[d]);
   return s + "]";
+}
+
+std::optional<uint64_t> runner::checkedByteSize(mpElementType type,
+                                                llvm::ArrayRef<int64_t> shape) {
+  uint64_t bytes = mpElementSize(type);
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes))
+      return std::nullopt;
+  return bytes;
 }
 
 std::optional<mpElementType> runner::toElementType(mlir::Type type) {
@@ -177,8 +192,11 @@ Expected<HostTensor> runner::readNpy(StringRef path) {
   if (!type)
     return fail("unsupported dtype '" + descr +
                 "' (use f2, f4, f8, i4, i8 or b1, little-endian)");
-  if (!field("fortran_order").starts_with("False"))
+  StringRef order = field("fortran_order");
+  if (order.starts_with("True"))
     return fail("Fortran-ordered arrays are not supported");
+  if (!order.starts_with("False"))
+    return fail("header has no 'fortran_order'");
   StringRef shapeText = field("shape");
   if (!shapeText.consume_front("("))
     return fail("header has no 'shape'");
@@ -191,16 +209,23 @@ Expected<HostTensor> runner::readNpy(StringRef path) {
     if (part.empty())
       continue;
     int64_t d;
-    if (part.getAsInteger(10, d) || d < 0 || d > (int64_t(1) << 40))
+    if (part.getAsInteger(10, d) || d < 0)
       return fail("bad dimension '" + part + "'");
     shape.push_back(d);
   }
-  HostTensor tensor(*type, shape);
   size_t dataOffset = offset + headerLength;
-  if (bytes.size() - dataOffset != tensor.byteSize())
-    return fail("holds " + llvm::Twine(bytes.size() - dataOffset) +
-                " data bytes, but its header says " + tensor.describe() +
-                " (" + llvm::Twine(tensor.byteSize()) + " bytes)");
+  uint64_t dataBytes = bytes.size() - dataOffset;
+  // The header's size is checked against the file before anything is
+  // allocated, without overflow, whatever its dimensions claim.
+  std::optional<uint64_t> claimed = checkedByteSize(*type, shape);
+  if (!claimed || *claimed != dataBytes)
+    return fail("holds " + llvm::Twine(dataBytes) +
+                " data bytes, but its header says " +
+                describeShape(*type, shape) + " (" +
+                (claimed ? llvm::Twine(*claimed) + " bytes"
+                         : llvm::Twine("more bytes than a file can hold")) +
+                ")");
+  HostTensor tensor(*type, shape);
   std::memcpy(tensor.data(), bytes.data() + dataOffset, tensor.byteSize());
   return tensor;
 }
@@ -221,7 +246,7 @@ Error runner::writeNpy(StringRef path, const HostTensor &tensor) {
   while ((10 + header.size() + 1) % 64)
     header += ' ';
   header += '\n';
-  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
     os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
        << char(header.size() >> 8) << header;
     os.write(static_cast<const char *>(tensor.data()), tensor.byteSize());
@@ -264,7 +289,7 @@ Expected<Checkpoint> runner::readSafetensors(StringRef path) {
     return fail("corrupt: header length " + llvm::Twine(headerLength) +
                 " exceeds the file");
   Expected<llvm::json::Value> header =
-      llvm::json::parse(bytes.substr(8, headerLength));
+      mp::parseJson(bytes.substr(8, headerLength));
   if (!header)
     return fail("corrupt header: " + llvm::toString(header.takeError()));
   auto *object = header->getAsObject();
@@ -297,19 +322,21 @@ Expected<Checkpoint> runner::readSafetensors(StringRef path) {
     std::vector<int64_t> dims;
     for (const llvm::json::Value &d : *shape) {
       std::optional<int64_t> n = d.getAsInteger();
-      if (!n || *n < 0 || *n > (int64_t(1) << 40))
+      if (!n || *n < 0)
         return fail("tensor '" + key.str() + "' has a bad shape");
       dims.push_back(*n);
     }
     std::optional<int64_t> begin = (*offsets)[0].getAsInteger(),
                            end = (*offsets)[1].getAsInteger();
-    HostTensor tensor(*type, dims);
+    // Checked before anything is allocated, without overflow.
+    std::optional<uint64_t> claimed = checkedByteSize(*type, dims);
     if (!begin || !end || *begin < 0 || *end < *begin ||
-        static_cast<uint64_t>(*end) > data.size() ||
-        static_cast<size_t>(*end - *begin) != tensor.byteSize())
+        static_cast<uint64_t>(*end) > data.size() || !claimed ||
+        static_cast<uint64_t>(*end - *begin) != *claimed)
       return fail("corrupt: tensor '" + key.str() +
                   "' has data offsets outside the file or not matching " +
-                  tensor.describe());
+                  describeShape(*type, dims));
+    HostTensor tensor(*type, dims);
     std::memcpy(tensor.data(), data.data() + *begin, tensor.byteSize());
     ckpt.tensors[key.str()] = std::move(tensor);
   }
@@ -338,7 +365,7 @@ Error runner::writeSafetensors(StringRef path, const Checkpoint &ckpt) {
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(header));
   while (text.size() % 8)
     text += ' ';
-  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
     uint64_t n = text.size();
     for (int k = 0; k < 8; ++k)
       os << char((n >> (8 * k)) & 0xff);

@@ -2,8 +2,11 @@
 //
 // The runner keeps every step argument in a HostTensor: row-major bytes with
 // a runtime element type and shape. Loading and saving go through two
-// formats: NumPy's .npy (datasets) and safetensors (checkpoints, written to a
-// temporary file and renamed so a crash never leaves half a checkpoint).
+// formats: NumPy's .npy (datasets) and safetensors (checkpoints). Both are
+// written through a temporary file renamed into place (mp/Support), so a
+// crash or a full disk never leaves half a file; both are read defensively:
+// a header's sizes are checked against the file, without overflow, before
+// anything is allocated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +52,13 @@ struct HostTensor {
   std::string describe() const; // "f32[32, 64]"
 };
 
+/// "f32[32, 64]".
+std::string describeShape(mpElementType type, llvm::ArrayRef<int64_t> shape);
+/// The bytes of a tensor of `shape`, or nothing when a dimension is negative
+/// or the size overflows 64 bits (an untrusted file's header).
+std::optional<uint64_t> checkedByteSize(mpElementType type,
+                                        llvm::ArrayRef<int64_t> shape);
+
 /// The runtime element type of an MLIR element type, if it has one.
 std::optional<mpElementType> toElementType(mlir::Type type);
 const char *elementTypeName(mpElementType type);
@@ -65,7 +75,7 @@ struct Checkpoint {
 };
 
 llvm::Expected<Checkpoint> readSafetensors(llvm::StringRef path);
-/// Writes to `path.tmp` then renames over `path`.
+/// Writes through a temporary renamed over `path`.
 llvm::Error writeSafetensors(llvm::StringRef path, const Checkpoint &ckpt);
 
 } // namespace mp::runner

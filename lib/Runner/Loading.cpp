@@ -1,12 +1,23 @@
 //===- Loading.cpp - reading a step for the drivers -----------------------===//
+//
+// Input goes through the nesting guards first (mp/Tools/InputGuard.h). Text
+// is parsed with the parser's record of op positions: an op carrying only a
+// name (`loc("fc1.matmul")`, as frontends and the generator write) gets its
+// file position as the name's child, so diagnostics show both.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Loading.h"
 
 #include "mp/InitAll.h"
 #include "mp/Tools/InputGuard.h"
 
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/AsmParser/AsmParserState.h"
+#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 
 using namespace mlir;
@@ -31,11 +42,37 @@ OwningOpRef<ModuleOp> mp::runner::loadModule(Session &session,
     return nullptr;
   }
   if (failed(mp::checkInputNesting((*file)->getMemBufferRef(), llvm::errs())) ||
-      failed(mp::checkBytecodeNesting((*file)->getMemBufferRef(),
-                                      session.context.getDialectRegistry(),
-                                      /*allowUnregisteredDialects=*/false,
-                                      llvm::errs())))
+      failed(mp::checkBytecodeNesting(
+          (*file)->getMemBufferRef(), session.context.getDialectRegistry(),
+          /*allowUnregisteredDialects=*/false, llvm::errs())))
     return nullptr;
+  bool bytecode = isBytecode((*file)->getMemBufferRef());
   session.sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
-  return parseSourceFile<ModuleOp>(session.sourceMgr, &session.context);
+  if (bytecode)
+    return parseSourceFile<ModuleOp>(session.sourceMgr, &session.context);
+
+  // Text: parse with the parser's record of where each op is, so that ops
+  // named by a bare loc("name") keep their file position too.
+  MLIRContext *ctx = &session.context;
+  Block block;
+  AsmParserState state;
+  ParserConfig config(ctx, /*verifyAfterParse=*/false);
+  if (failed(parseAsmSourceFile(session.sourceMgr, &block, config, &state)))
+    return nullptr;
+  StringRef bufferName =
+      session.sourceMgr.getMemoryBuffer(1)->getBufferIdentifier();
+  for (const AsmParserState::OperationDefinition &def : state.getOpDefs()) {
+    auto name = dyn_cast<NameLoc>(def.op->getLoc());
+    if (!name || !isa<UnknownLoc>(name.getChildLoc()))
+      continue;
+    auto [line, column] = session.sourceMgr.getLineAndColumn(def.loc.Start);
+    def.op->setLoc(NameLoc::get(
+        name.getName(), FileLineColLoc::get(ctx, bufferName, line, column)));
+  }
+  OwningOpRef<ModuleOp> module =
+      mlir::detail::constructContainerOpForParserIfNecessary<ModuleOp>(
+          &block, ctx, FileLineColLoc::get(ctx, bufferName, 0, 0));
+  if (!module || failed(verify(*module)))
+    return nullptr;
+  return module;
 }

@@ -20,7 +20,8 @@ struct Session {
   std::unique_ptr<mlir::SourceMgrDiagnosticHandler> handler;
 };
 
-/// Parses `path` (text or bytecode) after the input guard's nesting check.
+/// Parses `path` (text or bytecode) after the input guards; ops named by a
+/// bare loc("name") keep their file position as the name's child.
 mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
                                              llvm::StringRef path);
 

@@ -1,10 +1,13 @@
 //===- RunnerMain.cpp - mp-runner: train a model with a compiled step -----===//
 //
 // Reads a training step, compiles it (optionally through the mixed-precision
-// pipeline) for the CPU runtime, initialises parameters from a seed and
-// trains on a built-in synthetic dataset or .npy arrays. With --compare it
-// trains FP32 and AMP variants from the same initialisation on the same
-// batches and prints both loss curves and final accuracies side by side.
+// pipeline) for the CPU or CUDA runtime, initialises parameters from a seed
+// and trains on a built-in synthetic dataset or .npy arrays, then measures
+// accuracy on held-out data with the step's forward pass alone. With
+// --compare it trains FP32 and AMP variants from the same initialisation on
+// the same batches and prints both loss curves and final accuracies side by
+// side. A loss that stops being finite (outside a step that loss scaling
+// skipped) stops the run and names the step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,24 +16,22 @@
 #include "CompiledStep.h"
 #include "Dataset.h"
 #include "Loading.h"
+#include "RunReport.h"
+#include "StepLog.h"
 #include "Trainer.h"
 
 #include "mp/Runtime/MPCompiled.h"
+#include "mp/Support/FileOutput.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
-#include <cstdio>
-#include <unistd.h>
 
 using namespace mlir;
 using namespace mp;
@@ -43,46 +44,62 @@ struct Options {
   cl::OptionCategory category{"mp-runner options"};
   cl::opt<std::string> input{cl::Positional, cl::desc("<step.mlir>"),
                              cl::init(""), cl::cat(category)};
-  cl::opt<int64_t> steps{"steps", cl::desc("Train until this step"),
+  cl::opt<int64_t> steps{"steps",
+                         cl::desc("Train until this step (default 100; with "
+                                  "--resume, the step to reach)"),
                          cl::init(100), cl::cat(category)};
-  cl::opt<std::string> amp{"amp",
-                           cl::desc("f16, bf16, off, or auto (what the "
-                                    "device runs fast)"),
-                           cl::init("auto"), cl::cat(category)};
+  cl::opt<std::string> amp{
+      "amp",
+      cl::desc("f16, bf16, off, or auto (default: what the backend runs "
+               "fastest: FP32 on the CPU backend, bf16 or f16 on GPUs with "
+               "tensor cores; with --resume, the checkpoint's mode)"),
+      cl::init("auto"), cl::cat(category)};
   cl::opt<std::string> ampOptions{
       "amp-options",
       cl::desc("tg-mixed-precision options, e.g. \"loss-scaling=dynamic "
-               "growth-interval=100\""),
+               "growth-interval=100\" (default: none)"),
       cl::init(""), cl::cat(category)};
-  cl::opt<std::string> backend{"backend", cl::desc("cpu, cuda or auto"),
+  cl::opt<std::string> backend{"backend",
+                               cl::desc("cpu, cuda or auto (default: the GPU "
+                                        "when there is one)"),
                                cl::init("auto"), cl::cat(category)};
   cl::opt<std::string> entry{"entry",
                              cl::desc("The step function (default: the "
                                       "one marked tg.train_step)"),
                              cl::init(""), cl::cat(category)};
-  cl::opt<uint64_t> seed{"seed", cl::desc("Seed of data and initialisation"),
+  cl::opt<uint64_t> seed{"seed",
+                         cl::desc("Seed of data and initialisation "
+                                  "(default 0)"),
                          cl::init(0), cl::cat(category)};
   cl::list<std::string> data{"data",
                              cl::desc("<name>=<file.npy> for an input or label "
                                       "(default: a synthetic dataset)"),
                              cl::cat(category)};
+  cl::list<std::string> evalData{
+      "eval-data",
+      cl::desc("<name>=<file.npy>: held-out arrays to measure accuracy on "
+               "(default with --data: the training arrays, reported as "
+               "training accuracy)"),
+      cl::cat(category)};
   cl::opt<int64_t> trainSamples{"train-samples",
-                                cl::desc("Synthetic training samples"),
+                                cl::desc("Synthetic training samples "
+                                         "(default 8192)"),
                                 cl::init(8192), cl::cat(category)};
-  cl::opt<int64_t> evalSamples{"eval-samples",
-                               cl::desc("Synthetic evaluation samples"),
-                               cl::init(8192), cl::cat(category)};
-  cl::opt<bool> compare{"compare",
-                        cl::desc("Train FP32 and AMP side by side"),
+  cl::opt<int64_t> evalSamples{
+      "eval-samples",
+      cl::desc("Evaluate on at most this many samples (default 4096; 0: all "
+               "of --eval-data); also the size of the synthetic held-out "
+               "split"),
+      cl::init(4096), cl::cat(category)};
+  cl::opt<bool> compare{"compare", cl::desc("Train FP32 and AMP side by side"),
                         cl::init(false), cl::cat(category)};
-  cl::opt<std::string> plot{"plot",
-                            cl::desc("Write the loss curves as SVG"),
+  cl::opt<std::string> plot{"plot", cl::desc("Write the loss curves as SVG"),
                             cl::init(""), cl::cat(category)};
-  cl::opt<std::string> log{"log",
-                           cl::desc("Per-step log: .jsonl or .csv"),
+  cl::opt<std::string> log{"log", cl::desc("Per-step log: .jsonl or .csv"),
                            cl::init(""), cl::cat(category)};
   cl::opt<int64_t> logEvery{"log-every",
-                            cl::desc("Print every N steps (0: about 10 lines)"),
+                            cl::desc("Print every N steps (default 0: about "
+                                     "10 lines)"),
                             cl::init(0), cl::cat(category)};
   cl::opt<std::string> summary{"summary",
                                cl::desc("Write a JSON summary of the run"),
@@ -93,19 +110,27 @@ struct Options {
                                            "--checkpoint-every steps)"),
                                   cl::init(""), cl::cat(category)};
   cl::opt<int64_t> checkpointEvery{"checkpoint-every",
-                                   cl::desc("Steps between checkpoints"),
+                                   cl::desc("Steps between checkpoints "
+                                            "(default 0: at the end only)"),
                                    cl::init(0), cl::cat(category)};
   cl::opt<std::string> resume{"resume",
-                              cl::desc("Continue from a checkpoint"),
+                              cl::desc("Continue from a checkpoint, up to "
+                                       "--steps"),
                               cl::init(""), cl::cat(category)};
-  cl::opt<unsigned> optLevel{"O", cl::desc("LLVM optimisation level"),
+  cl::opt<std::string> onNonFinite{
+      "on-nonfinite",
+      cl::desc("When the loss becomes NaN or infinite in a step that was not "
+               "skipped by loss scaling: stop (default) or warn and go on"),
+      cl::init("stop"), cl::cat(category)};
+  cl::opt<unsigned> optLevel{"O",
+                             cl::desc("LLVM optimisation level (default 2)"),
                              cl::init(2), cl::cat(category)};
   cl::opt<bool> noProgress{"no-progress",
                            cl::desc("Plain lines even on a terminal"),
                            cl::init(false), cl::cat(category)};
   cl::opt<bool> cudaGraphs{"cuda-graphs",
                            cl::desc("Capture the step as a CUDA graph after "
-                                    "warm-up and replay it"),
+                                    "warm-up and replay it (default true)"),
                            cl::init(true), cl::cat(category)};
   cl::opt<bool> deviceInfo{"device-info",
                            cl::desc("Describe the CPU, the GPUs and the "
@@ -120,280 +145,128 @@ int fail(const llvm::Twine &message) {
 
 int fail(llvm::Error err) { return fail(llvm::toString(std::move(err))); }
 
-/// One variant of the model being trained, with its history.
-struct Run {
-  std::string label, amp;
-  std::unique_ptr<Trainer> trainer;
-  std::vector<StepRecord> records;
-  std::optional<double> accuracy;
-};
-
-/// JSON has no infinities or NaNs: they become null.
-llvm::json::Value jsonNumber(double v) {
-  if (std::isfinite(v))
-    return v;
-  return nullptr;
-}
-
-std::string formatScale(const StepRecord &r) {
-  if (!r.hasLossScale)
-    return "-";
-  return llvm::formatv("{0}", r.lossScale).str();
-}
-
-void writeSvg(llvm::raw_ostream &os, llvm::ArrayRef<Run> runs,
-              llvm::StringRef title) {
-  const double width = 800, height = 480, left = 70, right = 20, top = 40,
-               bottom = 50;
-  double maxLoss = 0, minLoss = INFINITY;
-  int64_t maxStep = 1;
-  for (const Run &run : runs)
-    for (const StepRecord &r : run.records)
-      if (std::isfinite(r.loss)) {
-        maxLoss = std::max(maxLoss, r.loss);
-        minLoss = std::min(minLoss, r.loss);
-        maxStep = std::max(maxStep, r.step);
-      }
-  if (!(minLoss < maxLoss)) {
-    minLoss = 0;
-    maxLoss = std::max(1.0, maxLoss);
-  }
-  minLoss = std::min(minLoss, 0.0);
-  auto x = [&](double s) {
-    return left + (width - left - right) * s / double(maxStep);
+/// Checks the options that do not need the step.
+llvm::Error checkOptions(const Options &o) {
+  auto bad = [](const llvm::Twine &message) {
+    return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                   message.str().c_str());
   };
-  auto y = [&](double l) {
-    return top + (height - top - bottom) * (1 - (l - minLoss) / (maxLoss - minLoss));
-  };
-  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
-     << "\" height=\"" << height << "\" font-family=\"sans-serif\" "
-     << "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  os << "<text x=\"" << width / 2 << "\" y=\"22\" text-anchor=\"middle\" "
-     << "font-size=\"15\">" << title << "</text>\n";
-  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" "
-                      "stroke=\"black\"/>\n",
-                      left, height - bottom, width - right);
-  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
-                      "stroke=\"black\"/>\n",
-                      left, top, height - bottom);
-  for (int k = 0; k <= 5; ++k) {
-    double l = minLoss + (maxLoss - minLoss) * k / 5;
-    os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\">"
-                        "{2:f2}</text>\n",
-                        left - 6, y(l) + 4, l);
-    double s = double(maxStep) * k / 5;
-    os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"
-                        "{2}</text>\n",
-                        x(s), height - bottom + 18, int64_t(s));
-  }
-  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">step"
-                      "</text>\n<text x=\"16\" y=\"{2}\" transform=\"rotate("
-                      "-90 16 {2})\" text-anchor=\"middle\">loss</text>\n",
-                      (left + width - right) / 2, height - 12,
-                      (top + height - bottom) / 2);
-  const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c"};
-  for (auto [k, run] : llvm::enumerate(runs)) {
-    os << "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\""
-       << colors[k % 3] << "\" points=\"";
-    for (const StepRecord &r : run.records)
-      if (std::isfinite(r.loss))
-        os << llvm::formatv("{0:f1},{1:f1} ", x(r.step), y(r.loss));
-    os << "\"/>\n";
-    std::string legend = run.label;
-    if (run.accuracy)
-      legend += llvm::formatv(" (accuracy {0:f2}%)", *run.accuracy).str();
-    os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" fill=\"{2}\">{3}</text>\n",
-                        width - right - 260, top + 18 + 18 * k, colors[k % 3],
-                        legend);
-  }
-  os << "</svg>\n";
+  if (o.input.empty())
+    return bad("no training step given (mp-runner <step.mlir>; see --help)");
+  if (o.amp != "f16" && o.amp != "bf16" && o.amp != "off" && o.amp != "auto")
+    return bad("--amp must be f16, bf16, off or auto, not '" + o.amp + "'");
+  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
+    return bad("--backend must be cpu, cuda or auto, not '" + o.backend + "'");
+  if (o.steps < 1)
+    return bad("--steps must be at least 1");
+  if (o.compare && (!o.resume.empty() || !o.checkpoint.empty()))
+    return bad("--compare does not take checkpoints");
+  if (o.trainSamples < 1)
+    return bad("--train-samples must be positive");
+  if (o.evalSamples < 0)
+    return bad("--eval-samples must be 0 (all) or positive");
+  if (o.onNonFinite != "stop" && o.onNonFinite != "warn")
+    return bad("--on-nonfinite must be stop or warn, not '" + o.onNonFinite +
+               "'");
+  if (!o.evalData.empty() && o.data.empty())
+    return bad("--eval-data needs --data (the synthetic tasks have their own "
+               "held-out split)");
+  if (o.checkpointEvery < 0 || o.logEvery < 0)
+    return bad("--checkpoint-every and --log-every must not be negative");
+  return llvm::Error::success();
 }
 
-/// The loss curves as a text chart: one column per group of steps (the
-/// group's mean), `*` for the first run, `o` for the second, `#` where they
-/// share a cell.
-void printChart(llvm::raw_ostream &os, llvm::ArrayRef<Run> runs) {
-  const int width = 64, height = 12;
-  std::vector<std::vector<double>> columns;
-  double lo = INFINITY, hi = -INFINITY;
-  for (const Run &run : runs) {
-    std::vector<double> col(width, NAN);
-    size_t n = run.records.size();
-    for (int c = 0; c < width && n; ++c) {
-      size_t begin = c * n / width, end = std::max(begin + 1, (c + 1) * n / width);
-      double sum = 0;
-      int count = 0;
-      for (size_t k = begin; k < end && k < n; ++k)
-        if (std::isfinite(run.records[k].loss)) {
-          sum += run.records[k].loss;
-          ++count;
-        }
-      if (count) {
-        col[c] = sum / count;
-        lo = std::min(lo, col[c]);
-        hi = std::max(hi, col[c]);
-      }
-    }
-    columns.push_back(std::move(col));
-  }
-  if (!(lo < hi))
-    return;
-  std::vector<std::string> grid(height, std::string(width, ' '));
-  const char marks[] = {'*', 'o'};
-  for (size_t r = 0; r < columns.size() && r < 2; ++r)
-    for (int c = 0; c < width; ++c) {
-      if (!std::isfinite(columns[r][c]))
-        continue;
-      int row = int(std::lround((hi - columns[r][c]) / (hi - lo) * (height - 1)));
-      char &cell = grid[row][c];
-      cell = cell == ' ' ? marks[r] : '#';
-    }
-  os << "loss (" << runs[0].label << " *";
-  if (runs.size() > 1)
-    os << ", " << runs[1].label << " o, both #";
-  os << ")\n";
-  for (int row = 0; row < height; ++row) {
-    double v = hi - (hi - lo) * row / (height - 1);
-    os << llvm::format("%8.3f |", v) << grid[row] << "\n";
-  }
-  os << "         +" << std::string(width, '-') << "\n";
-  os << llvm::format("          step %-10lld", (long long)runs[0].records.front().step)
-     << std::string(width - 30, ' ')
-     << llvm::format("%10lld\n", (long long)runs[0].records.back().step);
+/// The AMP mode of a checkpoint, when it records one.
+std::optional<std::string> checkpointAmp(const Checkpoint &ckpt) {
+  auto it = ckpt.metadata.find("amp");
+  if (it == ckpt.metadata.end())
+    return std::nullopt;
+  return it->second;
 }
 
-class Logger {
-public:
-  Logger(const Options &o, llvm::ArrayRef<Run *> runs, int64_t first)
-      : o(o), runs(runs), first(first) {
-    terminal = !o.noProgress && ::isatty(fileno(stdout));
-    every = o.logEvery > 0 ? int64_t(o.logEvery)
-                           : std::max<int64_t>(1, (o.steps - first) / 10);
-  }
-
-  llvm::Error openLog() {
-    if (o.log.empty())
-      return llvm::Error::success();
-    csv = llvm::StringRef(o.log).ends_with(".csv");
-    if (!csv && !llvm::StringRef(o.log).ends_with(".jsonl"))
-      return llvm::createStringError(std::errc::invalid_argument,
-                                     "--log: use a .jsonl or .csv file name");
-    std::error_code ec;
-    file = std::make_unique<llvm::raw_fd_ostream>(o.log, ec);
-    if (ec)
-      return llvm::createStringError(ec, "cannot write '%s'", o.log.c_str());
-    if (csv)
-      *file << "run,step,loss,loss_scale,good_steps,skipped,skipped_total,"
-               "step_ms,weights_hash\n";
-    return llvm::Error::success();
-  }
-
-  void header() {
-    if (terminal)
-      return;
-    llvm::outs() << llvm::formatv("{0,6}", "step");
-    for (Run *run : runs)
-      llvm::outs() << llvm::formatv("  {0,12}  {1,10}  {2,8}  {3,9}",
-                                    run->label + " loss", "scale", "skipped",
-                                    "ms/step");
-    llvm::outs() << "\n";
-  }
-
-  llvm::Error record(int64_t step) {
-    for (Run *run : runs) {
-      const StepRecord &r = run->records.back();
-      if (file) {
-        // Hashing every parameter is only worth it when someone reads it.
-        llvm::Expected<uint64_t> weights = run->trainer->weightsHash();
-        if (!weights)
-          return weights.takeError();
-        std::string hash = llvm::formatv("{0:x16}", *weights).str();
-        if (csv)
-          *file << run->label << ","
-                << llvm::format("%lld,%.9g,%.9g,%lld,%d,%lld,%.6f,",
-                                (long long)r.step, r.loss, r.lossScale,
-                                (long long)r.goodSteps, int(r.skipped),
-                                (long long)r.skippedTotal, r.milliseconds)
-                << hash << "\n";
-        else
-          *file << llvm::json::Value(llvm::json::Object{
-                       {"run", run->label},
-                       {"step", r.step},
-                       {"loss", jsonNumber(r.loss)},
-                       {"loss_scale", r.hasLossScale
-                                          ? llvm::json::Value(r.lossScale)
-                                          : llvm::json::Value(nullptr)},
-                       {"good_steps", r.goodSteps},
-                       {"skipped", r.skipped},
-                       {"skipped_total", r.skippedTotal},
-                       {"step_ms", r.milliseconds},
-                       {"weights_hash", hash}})
-                << "\n";
-      }
-    }
-    bool last = step == o.steps;
-    if (terminal) {
-      // One line, redrawn: a progress bar and the latest values.
-      const int width = 30;
-      int filled = int(width * (step - first) /
-                       std::max<int64_t>(1, o.steps - first));
-      std::string bar(filled, '#');
-      bar.resize(width, '.');
-      llvm::outs() << "\r[" << bar << "] " << step << "/" << o.steps;
-      for (Run *run : runs) {
-        const StepRecord &r = run->records.back();
-        llvm::outs() << llvm::formatv("  {0} loss {1:f4} scale {2} skipped {3}",
-                                      run->label, r.loss, formatScale(r),
-                                      r.skippedTotal);
-      }
-      llvm::outs() << (last ? "\n" : "   ");
+/// Evaluates every run, with a progress bar on a terminal.
+llvm::Error evaluate(std::vector<Run> &runs, const Dataset &data,
+                     int64_t maxSamples, bool terminal) {
+  for (Run &run : runs) {
+    int64_t batches = run.trainer->evaluationBatches(data, maxSamples);
+    if (!batches)
+      continue;
+    std::string what =
+        llvm::formatv("evaluating {0} ({1} split, {2} batches)", run.label,
+                      data.evalHeldOut ? "held-out" : "training", batches)
+            .str();
+    if (!terminal)
+      llvm::outs() << what << "\n";
+    auto progress = [&](int64_t done, int64_t total) {
+      if (!terminal)
+        return;
+      llvm::outs() << "\r" << what << ": " << done << "/" << total;
+      if (done == total)
+        llvm::outs() << "\n";
       llvm::outs().flush();
-      return llvm::Error::success();
+    };
+    llvm::Expected<double> accuracy =
+        run.trainer->evaluate(data, maxSamples, progress);
+    if (!accuracy)
+      return accuracy.takeError();
+    run.accuracy = *accuracy;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error writeSummary(const Options &o, llvm::ArrayRef<Run> runs,
+                         const Dataset &data, llvm::StringRef backend,
+                         llvm::StringRef ampMode, int64_t first,
+                         const mprtAllocatorStats &stats, int64_t bufferBytes) {
+  llvm::json::Array runsJson;
+  for (const Run &run : runs) {
+    llvm::json::Array losses, scales, skipped, times;
+    for (const StepRecord &r : run.records) {
+      losses.push_back(jsonNumber(r.loss));
+      times.push_back(r.milliseconds);
+      scales.push_back(r.hasLossScale ? llvm::json::Value(r.lossScale)
+                                      : llvm::json::Value(nullptr));
+      skipped.push_back(r.skipped);
     }
-    if (step % every != 0 && !last && step != first + 1)
-      return llvm::Error::success();
-    llvm::outs() << llvm::formatv("{0,6}", step);
-    for (Run *run : runs) {
-      const StepRecord &r = run->records.back();
-      // The mean step time since the previous line.
-      double mean = 0;
-      int64_t n = 0;
-      for (auto it = run->records.rbegin();
-           it != run->records.rend() && n < every; ++it, ++n)
-        mean += it->milliseconds;
-      llvm::outs() << llvm::formatv("  {0,12:f6}  {1,10}  {2,8}  {3,9:f3}",
-                                    r.loss, formatScale(r), r.skippedTotal,
-                                    mean / std::max<int64_t>(n, 1));
+    const StepRecord *last =
+        run.records.empty() ? nullptr : &run.records.back();
+    llvm::json::Object entry{
+        {"run", run.label},
+        {"amp", run.amp},
+        {"final_loss", last ? jsonNumber(last->loss) : nullptr},
+        {"mean_step_ms", meanStepTime(run)},
+        {"skipped_steps", last ? last->skippedTotal : 0},
+        {"losses", std::move(losses)},
+        {"loss_scales", std::move(scales)},
+        {"skipped", std::move(skipped)},
+        {"step_ms", std::move(times)}};
+    if (run.accuracy) {
+      entry["accuracy"] = *run.accuracy;
+      entry["accuracy_split"] = data.evalHeldOut ? "held-out" : "training";
     }
-    llvm::outs() << "\n";
-    llvm::outs().flush();
+    runsJson.push_back(std::move(entry));
+  }
+  llvm::json::Object root{
+      {"model", o.input},
+      {"steps", int64_t(o.steps)},
+      {"first_step", first + 1},
+      {"backend", backend},
+      {"amp", ampMode},
+      {"system_allocations", int64_t(stats.systemAllocations)},
+      {"peak_bytes", int64_t(stats.peakBytesInUse)},
+      {"buffer_bytes", bufferBytes},
+      {"runs", std::move(runsJson)}};
+  return writeFileAtomically(o.summary, [&](llvm::raw_ostream &os) {
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
     return llvm::Error::success();
-  }
-
-private:
-  const Options &o;
-  llvm::ArrayRef<Run *> runs;
-  int64_t first;
-  int64_t every;
-  bool terminal = false, csv = false;
-  std::unique_ptr<llvm::raw_fd_ostream> file;
-};
-
-double meanStepTime(const Run &run) {
-  // Skip the first step: it fills the allocator's cache and warms up.
-  double sum = 0;
-  int64_t n = 0;
-  for (size_t k = run.records.size() > 1 ? 1 : 0; k < run.records.size(); ++k) {
-    sum += run.records[k].milliseconds;
-    ++n;
-  }
-  return n ? sum / n : 0;
+  });
 }
 
 } // namespace
 
 int mp::runnerMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  reportFileSizeLimitAsError();
   Options o;
   cl::HideUnrelatedOptions(o.category);
   cl::ParseCommandLineOptions(
@@ -404,31 +277,43 @@ int mp::runnerMain(int argc, char **argv) {
     describeDevices(llvm::outs());
     return 0;
   }
-  if (o.input.empty())
-    return fail("no training step given (mp-runner <step.mlir>; see --help)");
-  if (o.amp != "f16" && o.amp != "bf16" && o.amp != "off" && o.amp != "auto")
-    return fail("--amp must be f16, bf16, off or auto, not '" + o.amp + "'");
-  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
-    return fail("--backend must be cpu, cuda or auto, not '" + o.backend + "'");
-  if (o.steps < 1)
-    return fail("--steps must be at least 1");
+  if (llvm::Error err = checkOptions(o))
+    return fail(std::move(err));
   llvm::Expected<BackendChoice> backend = chooseBackend(o.backend);
   if (!backend)
     return fail(backend.takeError());
+
+  // A resumed run continues in the checkpoint's precision unless told
+  // otherwise.
+  std::optional<Checkpoint> resumed;
+  if (!o.resume.empty()) {
+    llvm::Expected<Checkpoint> ckpt = readSafetensors(o.resume);
+    if (!ckpt)
+      return fail(ckpt.takeError());
+    resumed = std::move(*ckpt);
+  }
   std::string ampMode = o.amp, ampNote;
-  if (ampMode == "auto") {
+  if (ampMode == "auto" && resumed && checkpointAmp(*resumed)) {
+    ampMode = *checkpointAmp(*resumed);
+    ampNote = "--amp=auto: " + ampMode + ", as the checkpoint was trained";
+  } else if (ampMode == "auto") {
     auto [mode, why] = defaultAmp(backend->backend);
     ampMode = mode;
-    ampNote = "--amp=auto: " + mode + ", " + why;
-  } else if (llvm::Error err = checkAmpSupported(backend->backend, ampMode)) {
-    return fail(std::move(err));
+    ampNote = "--amp=auto: " + why;
   }
+  if (llvm::Error err = checkAmpSupported(backend->backend, ampMode))
+    return fail(std::move(err));
   if (o.compare && ampMode == "off")
-    return fail("--compare needs --amp=f16 or --amp=bf16 to compare with FP32");
-  if (o.compare && (!o.resume.empty() || !o.checkpoint.empty()))
-    return fail("--compare does not take checkpoints");
-  if (o.trainSamples < 1 || o.evalSamples < 1)
-    return fail("--train-samples and --eval-samples must be positive");
+    return fail("--compare needs --amp=f16 or --amp=bf16 to compare with FP32" +
+                llvm::Twine(o.amp == "auto" ? " (--amp=auto chose FP32 on "
+                                              "this backend)"
+                                            : ""));
+  if (!o.ampOptions.empty() && ampMode == "off")
+    return fail("--amp-options given, but this run is FP32" +
+                llvm::Twine(o.amp == "auto" ? " (--amp=auto chose FP32 on "
+                                              "this backend)"
+                                            : "") +
+                "; ask for --amp=f16 or --amp=bf16");
 
   // Compile each variant in its own session.
   std::vector<std::pair<std::string, std::string>> variants;
@@ -457,9 +342,8 @@ int mp::runnerMain(int argc, char **argv) {
     FailureOr<StepSignature> sig = lowerStep(*module, o.entry, amp);
     if (failed(sig))
       return 1;
-    auto compiled =
-        CompiledStep::create(*module, std::move(*sig), o.optLevel,
-                             backend->backend == Backend::CUDA);
+    auto compiled = CompiledStep::create(*module, std::move(*sig), o.optLevel,
+                                         backend->backend == Backend::CUDA);
     if (!compiled)
       return fail(compiled.takeError());
     auto trainer = Trainer::create(label, std::move(*compiled),
@@ -477,103 +361,134 @@ int mp::runnerMain(int argc, char **argv) {
   llvm::Expected<Dataset> data =
       o.data.empty()
           ? makeSyntheticDataset(sig, modelShape, o.seed, o.trainSamples,
-                                 o.evalSamples)
-          : loadNpyDataset(sig, o.data);
+                                 o.evalSamples ? o.evalSamples : 4096)
+          : loadNpyDataset(sig, o.data, o.evalData);
   if (!data)
     return fail(data.takeError());
+  if (llvm::Error err = checkLabels(sig, modelShape, *data))
+    return fail(std::move(err));
 
   int64_t first = 0;
   for (Run &run : runs)
     if (llvm::Error err = run.trainer->initialize(o.seed))
       return fail(std::move(err));
-  if (!o.resume.empty()) {
-    llvm::Expected<Checkpoint> ckpt = readSafetensors(o.resume);
-    if (!ckpt)
-      return fail(ckpt.takeError());
-    auto amp = ckpt->metadata.find("amp");
-    if (amp != ckpt->metadata.end() && amp->second != ampMode)
-      return fail(o.resume + ": was written with --amp=" + amp->second +
+  if (resumed) {
+    std::optional<std::string> amp = checkpointAmp(*resumed);
+    if (amp && *amp != ampMode)
+      return fail(o.resume + ": was written with --amp=" + *amp +
                   ", this run has --amp=" + ampMode);
-    llvm::Expected<int64_t> step = runs[0].trainer->restore(*ckpt, o.resume);
+    llvm::Expected<int64_t> step = runs[0].trainer->restore(*resumed, o.resume);
     if (!step)
       return fail(step.takeError());
     first = *step;
     if (first >= o.steps)
       return fail(o.resume + ": already at step " + llvm::Twine(first) +
-                  "; ask for more --steps");
+                  "; --steps is the step to train until: ask for more (say "
+                  "--steps " +
+                  llvm::Twine(first + o.steps) + ")");
   }
 
   llvm::outs() << "mp-runner: " << o.input << " (" << sig.entry << "), "
                << data->description << "\n";
-  llvm::outs() << "backend: " << backendName(backend->backend)
-               << (backend->note.empty() ? "" : " (" + backend->note + ")")
-               << "; steps " << first + 1 << ".." << o.steps << "; seed "
-               << o.seed << "\n";
+  if (!backend->note.empty())
+    llvm::outs() << "mp-runner: " << backend->note << "\n";
+  llvm::outs() << "backend: " << backendName(backend->backend) << "; steps "
+               << first + 1 << ".." << o.steps << "; seed " << o.seed << "\n";
   if (!ampNote.empty())
     llvm::outs() << ampNote << "\n";
+  if (resumed)
+    llvm::outs() << "resumed from " << o.resume << " at step " << first << "\n";
 
   std::vector<Run *> active;
   for (Run &run : runs)
     active.push_back(&run);
-  Logger logger(o, active, first);
-  if (llvm::Error err = logger.openLog())
+  StepLog log({o.log, o.logEvery, o.steps, !o.noProgress}, active, first);
+  if (llvm::Error err = log.open())
     return fail(std::move(err));
-  logger.header();
+  log.header();
 
-  auto metadata = [&]() {
-    return std::map<std::string, std::string>{
+  auto saveCheckpoint = [&](int64_t step) -> llvm::Error {
+    std::map<std::string, std::string> metadata{
         {"format", "mp-runner checkpoint"},
         {"model", o.input},
         {"amp", ampMode},
         {"amp_options", o.ampOptions},
         {"seed", std::to_string(o.seed)}};
-  };
-  auto saveCheckpoint = [&](int64_t step) -> llvm::Error {
     llvm::Expected<Checkpoint> ckpt =
-        runs[0].trainer->checkpoint(step, metadata());
+        runs[0].trainer->checkpoint(step, std::move(metadata));
     if (!ckpt)
       return ckpt.takeError();
-    return writeSafetensors(o.checkpoint, *ckpt);
+    if (llvm::Error err = writeSafetensors(o.checkpoint, *ckpt))
+      return err;
+    if (!log.isTerminal() || step == o.steps)
+      llvm::outs() << "checkpoint written: " << o.checkpoint << " (step "
+                   << step << ")\n";
+    return llvm::Error::success();
   };
 
+  // Ends the run with an error; the log so far is kept (it shows what led
+  // there) unless writing it is what failed.
+  auto stop = [&](const llvm::Twine &message) {
+    if (llvm::Error err = log.finish())
+      llvm::consumeError(std::move(err));
+    return fail(message);
+  };
+  bool warnedNonFinite = false;
   for (int64_t step = first; step < o.steps; ++step) {
     for (Run &run : runs) {
       llvm::Expected<StepRecord> r = run.trainer->step(step, *data);
       if (!r)
-        return fail(run.label + " step " + llvm::Twine(step + 1) + ": " +
+        return stop(run.label + " step " + llvm::Twine(step + 1) + ": " +
                     llvm::toString(r.takeError()));
       run.records.push_back(*r);
     }
-    if (llvm::Error err = logger.record(step + 1))
+    if (llvm::Error err = log.record(step + 1))
       return fail(std::move(err));
+    for (Run &run : runs) {
+      const StepRecord &r = run.records.back();
+      if (std::isfinite(r.loss) || r.skipped)
+        continue;
+      std::string what = llvm::formatv("{0} step {1}: the loss is {2}",
+                                       run.label, step + 1, r.loss)
+                             .str();
+      if (o.onNonFinite == "stop")
+        return stop(what + " (not a step skipped by loss scaling); stopping. "
+                           "Lower the learning rate, check the data, or pass "
+                           "--on-nonfinite=warn to go on");
+      if (!warnedNonFinite)
+        llvm::errs() << "\nmp-runner: warning: " << what
+                     << "; going on (--on-nonfinite=warn)\n";
+      warnedNonFinite = true;
+    }
     if (!o.checkpoint.empty() && o.checkpointEvery > 0 &&
         (step + 1) % o.checkpointEvery == 0 && step + 1 != o.steps)
       if (llvm::Error err = saveCheckpoint(step + 1))
-        return fail(std::move(err));
+        return stop(llvm::toString(std::move(err)));
   }
+  if (llvm::Error err = log.finish())
+    return fail(std::move(err));
+  if (!o.log.empty())
+    llvm::outs() << "log written: " << o.log << "\n";
   if (!o.checkpoint.empty())
     if (llvm::Error err = saveCheckpoint(o.steps))
       return fail(std::move(err));
 
-  for (Run &run : runs) {
-    llvm::Expected<std::optional<double>> accuracy =
-        run.trainer->evaluate(*data);
-    if (!accuracy)
-      return fail(accuracy.takeError());
-    run.accuracy = *accuracy;
-  }
+  if (llvm::Error err = evaluate(runs, *data, o.evalSamples, log.isTerminal()))
+    return fail(std::move(err));
 
   llvm::outs() << "\n";
   if (o.compare) {
     printChart(llvm::outs(), runs);
     llvm::outs() << "\n";
   }
+  std::string split = data->evalHeldOut ? "test" : "training";
   for (Run &run : runs) {
     const StepRecord &last = run.records.back();
     llvm::outs() << llvm::formatv("{0,5}: final loss {1:f6}", run.label,
                                   last.loss);
     if (run.accuracy)
-      llvm::outs() << llvm::formatv(", accuracy {0:f2}%", *run.accuracy);
+      llvm::outs() << llvm::formatv(", {0} accuracy {1:f2}%", split,
+                                    *run.accuracy);
     llvm::outs() << llvm::formatv(", {0:f3} ms/step, {1} skipped steps",
                                   meanStepTime(run), last.skippedTotal);
     if (run.trainer->signature().findArgument("amp.loss_scale"))
@@ -583,8 +498,8 @@ int mp::runnerMain(int argc, char **argv) {
   if (runs.size() == 2) {
     if (runs[0].accuracy && runs[1].accuracy)
       llvm::outs() << llvm::formatv(
-          "accuracy difference ({0} - fp32): {1:f2} points\n", runs[1].label,
-          *runs[1].accuracy - *runs[0].accuracy);
+          "{0} accuracy difference ({1} - fp32): {2:f2} points\n", split,
+          runs[1].label, *runs[1].accuracy - *runs[0].accuracy);
     double t0 = meanStepTime(runs[0]), t1 = meanStepTime(runs[1]);
     if (t0 > 0)
       llvm::outs() << llvm::formatv("step time {0} / fp32: {1:f2}x\n",
@@ -602,58 +517,20 @@ int mp::runnerMain(int argc, char **argv) {
       stats.peakBytesInUse / 1048576.0);
 
   if (!o.plot.empty()) {
-    std::string title = "mp-runner: " + llvm::sys::path::filename(o.input).str();
-    if (llvm::Error err = llvm::writeToOutput(o.plot, [&](llvm::raw_ostream &os) {
-          writeSvg(os, runs, title);
-          return llvm::Error::success();
-        }))
-      return fail(std::move(err));
-    llvm::outs() << "loss curves written to " << o.plot << "\n";
-  }
-
-  if (!o.summary.empty()) {
-    llvm::json::Array runsJson;
-    for (Run &run : runs) {
-      llvm::json::Array losses, scales, skipped, times;
-      for (const StepRecord &r : run.records) {
-        losses.push_back(jsonNumber(r.loss));
-        times.push_back(r.milliseconds);
-        scales.push_back(r.hasLossScale ? llvm::json::Value(r.lossScale)
-                                        : llvm::json::Value(nullptr));
-        skipped.push_back(r.skipped);
-      }
-      llvm::json::Object entry{
-          {"run", run.label},
-          {"amp", run.amp},
-          {"final_loss", jsonNumber(run.records.back().loss)},
-          {"mean_step_ms", meanStepTime(run)},
-          {"skipped_steps", run.records.back().skippedTotal},
-          {"losses", std::move(losses)},
-          {"loss_scales", std::move(scales)},
-          {"skipped", std::move(skipped)},
-          {"step_ms", std::move(times)}};
-      if (run.accuracy)
-        entry["accuracy"] = *run.accuracy;
-      runsJson.push_back(std::move(entry));
-    }
-    llvm::json::Object root{
-        {"model", o.input},
-        {"steps", int64_t(o.steps)},
-        {"first_step", int64_t(first + 1)},
-        {"backend", backendName(backend->backend)},
-        {"amp", ampMode},
-        {"system_allocations", int64_t(stats.systemAllocations)},
-        {"peak_bytes", int64_t(stats.peakBytesInUse)},
-        {"buffer_bytes", bufferBytes},
-        {"runs", std::move(runsJson)}};
+    std::string title =
+        "mp-runner: " + llvm::sys::path::filename(o.input).str();
     if (llvm::Error err =
-            llvm::writeToOutput(o.summary, [&](llvm::raw_ostream &os) {
-              os << llvm::formatv("{0:2}",
-                                  llvm::json::Value(std::move(root)))
-                 << "\n";
+            writeFileAtomically(o.plot, [&](llvm::raw_ostream &os) {
+              writeSvg(os, runs, title);
               return llvm::Error::success();
             }))
       return fail(std::move(err));
+    llvm::outs() << "loss curves written to " << o.plot << "\n";
   }
+  if (!o.summary.empty())
+    if (llvm::Error err =
+            writeSummary(o, runs, *data, backendName(backend->backend), ampMode,
+                         first, stats, bufferBytes))
+      return fail(std::move(err));
   return 0;
 }

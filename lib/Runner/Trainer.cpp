@@ -30,6 +30,9 @@ Trainer::Trainer(std::string label, std::unique_ptr<CompiledStep> step)
   goodStepsArg = sig.findArgument("amp.good_steps");
   foundInfResult = sig.findOutput("amp.found_inf");
   logitsResult = sig.findOutput("logits");
+  for (auto [k, a] : llvm::enumerate(sig.arguments))
+    if (a.role == tg::ArgRole::Label)
+      labelArg = k;
 }
 
 llvm::Expected<std::unique_ptr<Trainer>>
@@ -194,57 +197,54 @@ llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
   return record;
 }
 
-llvm::Expected<std::optional<double>>
-Trainer::evaluate(const Dataset &data) {
-  if (!logitsResult)
-    return std::optional<double>();
+int64_t Trainer::evaluationBatches(const Dataset &data,
+                                   int64_t maxSamples) const {
   const StepSignature &sig = signature();
-  std::optional<unsigned> label;
-  for (auto [k, a] : llvm::enumerate(sig.arguments))
-    if (a.role == tg::ArgRole::Label)
-      label = k;
+  if (!logitsResult || !labelArg || sig.forwardEntry.empty())
+    return 0;
   const HostTensor &logits = result(*logitsResult);
-  if (!label || logits.shape.empty() ||
-      buffers[*label].numElements() * logits.shape.back() !=
-          logits.numElements() ||
-      (buffers[*label].type != MP_I32 && buffers[*label].type != MP_I64))
-    return std::optional<double>();
-  if (llvm::Error err = downloadPersistent())
-    return std::move(err);
-  std::vector<HostTensor> saved;
-  for (auto [k, a] : llvm::enumerate(sig.arguments))
-    if (isPersistent(k))
-      saved.push_back(buffers[k]);
-  int64_t correct = 0, total = 0;
+  const HostTensor &labels = buffers[*labelArg];
+  if (logits.shape.empty() ||
+      labels.numElements() * logits.shape.back() != logits.numElements() ||
+      (labels.type != MP_I32 && labels.type != MP_I64))
+    return 0;
+  int64_t batch = labels.shape.empty() ? 1 : labels.shape.front();
+  int64_t samples = data.evalSamples;
+  if (maxSamples > 0)
+    samples = std::min(samples, maxSamples);
+  return std::max<int64_t>(samples / batch, samples > 0 ? 1 : 0);
+}
+
+llvm::Expected<double>
+Trainer::evaluate(const Dataset &data, int64_t maxSamples,
+                  llvm::function_ref<void(int64_t, int64_t)> progress) {
+  int64_t batches = evaluationBatches(data, maxSamples);
+  const HostTensor &logits = result(*logitsResult);
+  const HostTensor &labels = buffers[*labelArg];
   int64_t classes = logits.shape.back();
-  int64_t batch = sig.arguments[*label].shape.front();
-  for (int64_t b = 0, e = data.evalBatches(batch); b < e; ++b) {
+  int64_t correct = 0, total = 0;
+  for (int64_t b = 0; b < batches; ++b) {
     data.fillBatch(data.eval, data.evalSamples, b, buffers);
     if (llvm::Error err = uploadBatch())
       return std::move(err);
-    if (llvm::Error err = runStep({resultBuffer(*logitsResult)}))
+    if (llvm::Error err = executor->runForward())
       return std::move(err);
-    const HostTensor &labels = buffers[*label];
+    if (llvm::Error err = executor->download(resultBuffer(*logitsResult)))
+      return std::move(err);
+    if (llvm::Error err = executor->finish())
+      return std::move(err);
     for (int64_t i = 0; i < labels.numElements(); ++i) {
       int64_t best = 0;
       for (int64_t c = 1; c < classes; ++c)
-        if (logits.getFloat(i * classes + c) > logits.getFloat(i * classes + best))
+        if (logits.getFloat(i * classes + c) >
+            logits.getFloat(i * classes + best))
           best = c;
       correct += best == labels.getInt(i);
       ++total;
     }
-    // Evaluation must not train: restore parameters and state (in place,
-    // so the buffer pointers stay valid).
-    size_t s = 0;
-    for (unsigned k = 0; k < sig.arguments.size(); ++k)
-      if (isPersistent(k))
-        llvm::copy(saved[s++].storage, buffers[k].storage.begin());
-    if (llvm::Error err = uploadPersistent())
-      return std::move(err);
+    progress(b + 1, batches);
   }
-  if (!total)
-    return std::optional<double>();
-  return std::optional<double>(100.0 * correct / total);
+  return total ? 100.0 * correct / total : 0.0;
 }
 
 llvm::Expected<Checkpoint>

@@ -45,10 +45,18 @@ public:
   /// Runs training step `index` (0-based) on its batch.
   llvm::Expected<StepRecord> step(int64_t index, const Dataset &data);
 
+  /// The number of evaluation batches evaluate() runs for `maxSamples`
+  /// (0: the whole evaluation split); 0 when the step cannot be evaluated
+  /// (no `logits` output, or no integer labels it classifies).
+  int64_t evaluationBatches(const Dataset &data, int64_t maxSamples) const;
+
   /// Accuracy in percent of the argmax of the `logits` output over the
-  /// evaluation split, or nothing when the step has no logits. Runs the
-  /// step on each batch and restores parameters and state afterwards.
-  llvm::Expected<std::optional<double>> evaluate(const Dataset &data);
+  /// first evaluationBatches() batches of the evaluation split. Runs the
+  /// forward function alone (no backward pass, no update); calls
+  /// `progress(done, total)` after each batch.
+  llvm::Expected<double>
+  evaluate(const Dataset &data, int64_t maxSamples,
+           llvm::function_ref<void(int64_t, int64_t)> progress);
 
   llvm::Expected<Checkpoint>
   checkpoint(int64_t step, std::map<std::string, std::string> metadata);
@@ -85,7 +93,8 @@ private:
   /// Arguments, then destinations.
   std::vector<HostTensor> buffers;
   std::unique_ptr<Executor> executor;
-  std::optional<unsigned> scaleArg, goodStepsArg, foundInfResult, logitsResult;
+  std::optional<unsigned> scaleArg, goodStepsArg, foundInfResult, logitsResult,
+      labelArg;
   int64_t skipped = 0;
 };
 

@@ -16,16 +16,22 @@
 
 using namespace llvm;
 
-Expected<std::unique_ptr<mp::AtomicFile>> mp::AtomicFile::create(StringRef path) {
+Expected<std::unique_ptr<mp::AtomicFile>>
+mp::AtomicFile::create(StringRef path) {
   std::unique_ptr<AtomicFile> out(new AtomicFile());
   out->destination = path.str();
   if (path == "-") {
     out->stream = &llvm::outs();
     return out;
   }
+  if (path == "/dev/null") {
+    out->discarded = std::make_unique<raw_null_ostream>();
+    out->stream = out->discarded.get();
+    return out;
+  }
   int fd = -1;
-  if (std::error_code ec = sys::fs::createUniqueFile(
-          path + ".tmp-%%%%%%", fd, out->temporary))
+  if (std::error_code ec =
+          sys::fs::createUniqueFile(path + ".tmp-%%%%%%", fd, out->temporary))
     return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
                              ec.message().c_str());
   out->file = std::make_unique<raw_fd_ostream>(fd, /*shouldClose=*/true);

@@ -126,8 +126,8 @@ LogicalResult mp::checkInputNesting(MemoryBufferRef buffer, raw_ostream &os,
         affineLine = line;
         affineColumn = i - lineStart + 1;
         operators = 0;
-      } else if (affineDepth >= 0 && (word == "floordiv" || word == "ceildiv" ||
-                                 word == "mod")) {
+      } else if (affineDepth >= 0 &&
+                 (word == "floordiv" || word == "ceildiv" || word == "mod")) {
         if (failed(countOperator()))
           return failure();
       }
@@ -231,8 +231,8 @@ LogicalResult mp::checkIRNesting(mlir::Operation *root, raw_ostream &os,
     auto [op, depth] = ops.back();
     ops.pop_back();
     auto fail = [&](StringRef what) {
-      os << where << ": error: input nests " << what << " more than " << maxDepth
-         << " levels deep (in '" << op->getName() << "')\n";
+      os << where << ": error: input nests " << what << " more than "
+         << maxDepth << " levels deep (in '" << op->getName() << "')\n";
       return failure();
     };
     if (depth > maxDepth)

@@ -11,3 +11,10 @@ func.func @f(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %0 = tg.matmul %x, %x : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
+
+// The pipeline and the lowering are registered too: a step goes from tg to
+// the LLVM dialect in a stock mlir-opt.
+// RUN: mlir-opt %s --load-dialect-plugin=%mp_obj_root/lib/MPPlugin.so --load-pass-plugin=%mp_obj_root/lib/MPPlugin.so --pass-pipeline="builtin.module(tg-mixed-precision{compute-type=bf16}, tg-lower-to-llvm)" | FileCheck %s --check-prefix=LOWERED
+// LOWERED: llvm.func @f(
+// LOWERED: llvm.call @mprt_matmul
+// LOWERED-NOT: tg.

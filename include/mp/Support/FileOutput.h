@@ -26,11 +26,12 @@ namespace mp {
 
 /// A file being written: a temporary next to `path` until commit().
 /// Destroying an uncommitted AtomicFile removes the temporary. The path "-"
-/// writes to standard output directly.
+/// writes to standard output directly, "/dev/null" nowhere.
 class AtomicFile {
 public:
   /// Creates the temporary file.
-  static llvm::Expected<std::unique_ptr<AtomicFile>> create(llvm::StringRef path);
+  static llvm::Expected<std::unique_ptr<AtomicFile>>
+  create(llvm::StringRef path);
   ~AtomicFile();
 
   llvm::raw_ostream &os() { return *stream; }
@@ -50,15 +51,16 @@ private:
   std::string destination;
   llvm::SmallString<128> temporary;
   std::unique_ptr<llvm::raw_fd_ostream> file;
+  std::unique_ptr<llvm::raw_ostream> discarded;
   llvm::raw_ostream *stream = nullptr;
   bool done = false;
 };
 
 /// Writes `path` whole: `write` fills the stream, which goes to a temporary
 /// renamed over `path` when `write` succeeded and nothing failed.
-llvm::Error writeFileAtomically(
-    llvm::StringRef path,
-    llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write);
+llvm::Error
+writeFileAtomically(llvm::StringRef path,
+                    llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write);
 
 /// Makes writes beyond the file-size limit (`ulimit -f`) fail with EFBIG
 /// instead of killing the process with SIGXFSZ, so that they are reported

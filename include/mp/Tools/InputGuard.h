@@ -1,4 +1,5 @@
-//===- InputGuard.h - checks run on input before the MLIR parser -*- C++ -*-===//
+//===- InputGuard.h - checks run on input before the MLIR parser -*- C++
+//-*-===//
 //
 // MLIR's textual parser, printer and bytecode writer are recursive: input
 // that nests brackets, affine expressions or attributes tens of thousands of
@@ -50,8 +51,8 @@ llvm::LogicalResult checkInputNesting(llvm::MemoryBufferRef buffer,
 /// Fails, printing `<where>: error: ...` to `os`, when the IR under `root`
 /// nests regions, or attributes and types (locations included), deeper than
 /// `maxDepth`. Uses no recursion, so any depth is measured safely.
-llvm::LogicalResult checkIRNesting(mlir::Operation *root,
-                                   llvm::raw_ostream &os, llvm::StringRef where,
+llvm::LogicalResult checkIRNesting(mlir::Operation *root, llvm::raw_ostream &os,
+                                   llvm::StringRef where,
                                    unsigned maxDepth = kMaxInputNesting);
 
 /// For a bytecode `buffer`: reads it (the bytecode reader is iterative) into

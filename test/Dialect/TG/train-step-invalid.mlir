@@ -102,6 +102,15 @@ func.func @arguments_are_static_tensors(%x: tensor<?xf32> {tg.input = "x"}, %l: 
 
 // -----
 
+// Rule: no argument has a dimension of size 0 (an empty batch).
+// expected-error @+1 {{argument #0 ('x') has a dimension of size 0; every input, label, parameter and state must hold at least one element}}
+func.func @no_empty_dimensions(%x: tensor<0x4xf32> {tg.input = "x"}, %l: tensor<f32> {tg.input = "l"})
+    -> (tensor<f32> {tg.loss}) attributes {tg.train_step} {
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Rule: parameters are floating-point.
 // expected-error @+1 {{parameter 'w' must have a floating-point element type}}
 func.func @parameters_are_float(%w: tensor<4xi32> {tg.param = "w"}, %l: tensor<f32> {tg.input = "l"})

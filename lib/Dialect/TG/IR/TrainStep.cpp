@@ -2,7 +2,8 @@
 //
 // Reads the role attributes of a training-step function and checks that
 // they form a step a runtime can run repeatedly in place: every argument has
-// one role and a unique name, one result is the scalar loss, and every
+// one role, a unique name and no empty dimension, one result is the scalar
+// loss, and every
 // parameter and state argument is updated by exactly one result of its type.
 //
 //===----------------------------------------------------------------------===//
@@ -71,6 +72,12 @@ mp::tg::getTrainStepSignature(FunctionOpInterface fn, bool emitErrors) {
     if (!tensor || !tensor.hasStaticShape())
       return fail("argument #" + Twine(i) + " ('" + arg->name +
                   "') must be a tensor of static shape");
+    // An empty batch makes the loss 0/0 and an empty parameter trains
+    // nothing: both are mistakes, caught here rather than in a runtime.
+    if (llvm::is_contained(tensor.getShape(), 0))
+      return fail("argument #" + Twine(i) + " ('" + arg->name +
+                  "') has a dimension of size 0; every input, label, "
+                  "parameter and state must hold at least one element");
     if (arg->role == ArgRole::Param &&
         !isa<FloatType>(tensor.getElementType()))
       return fail("parameter '" + arg->name +

@@ -54,23 +54,35 @@ struct TGInsertLossScalingPass
                    << "'; expected auto, dynamic, static or none";
     parsed = *m;
     float f32Max = std::numeric_limits<float>::max();
-    if (!(initScale > 0 && initScale <= f32Max))
-      return err() << "init-scale must be positive and finite in f32, got "
+    float f32Min = std::numeric_limits<float>::min();
+    // Scales are stored in f32 and unscaling multiplies by the reciprocal:
+    // both must be finite and non-zero there, so a scale must be a normal
+    // f32 number (1e-50 is positive in f64 but 0 in f32).
+    auto isScale = [&](double v) {
+      return v <= f32Max && float(v) >= f32Min;
+    };
+    if (!isScale(initScale))
+      return err() << "init-scale must be positive and finite in f32, and a "
+                      "normal f32 number (at least "
+                   << f32Min << ", so that its reciprocal is finite), got "
                    << initScale;
     if (!(growthFactor > 1 && growthFactor <= f32Max))
       return err() << "growth-factor must be greater than 1, got "
                    << growthFactor;
-    if (!(backoffFactor > 0 && backoffFactor < 1))
-      return err() << "backoff-factor must be in (0, 1), got "
+    if (!(backoffFactor < 1 && isScale(backoffFactor)))
+      return err() << "backoff-factor must be in (0, 1) and a normal f32 "
+                      "number, got "
                    << backoffFactor;
     if (growthInterval < 1)
       return err() << "growth-interval must be at least 1, got "
                    << int64_t(growthInterval);
-    if (minScale < 0 || !(minScale <= f32Max))
-      return err() << "min-scale must be positive (or 0 for none), got "
+    if (minScale != 0 && !isScale(minScale))
+      return err() << "min-scale must be a normal positive f32 number (or 0 "
+                      "for none), got "
                    << minScale;
-    if (maxScale < 0 || !(maxScale <= f32Max))
-      return err() << "max-scale must be positive (or 0 for none), got "
+    if (maxScale != 0 && !isScale(maxScale))
+      return err() << "max-scale must be a normal positive f32 number (or 0 "
+                      "for none), got "
                    << maxScale;
     if (minScale > 0 && maxScale > 0 && minScale > maxScale)
       return err() << "min-scale " << minScale << " exceeds max-scale "

@@ -8,6 +8,8 @@
 
 #include "mp/Dialect/TG/Transforms/PrecisionPolicy.h"
 
+#include "mp/Support/Json.h"
+
 #include "mlir/IR/Location.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -179,7 +181,7 @@ LogicalResult PrecisionPolicy::loadFile(MLIRContext *ctx, StringRef path,
     return failure();
   }
   llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
+      mp::parseJson((*buffer)->getBuffer());
   if (!json) {
     err("policy file '" + path +
         "' is not valid JSON: " + llvm::toString(json.takeError()));

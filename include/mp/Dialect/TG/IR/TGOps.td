@@ -811,8 +811,9 @@ def TG_SgdUpdateOp : TG_ComputeOp<"sgd_update", "Deny", [
       `param' = param - lr * b'` (or `param - lr * (g + mu * b')` with
       `nesterov`).
 
-    The `momentum_buffer` operand and result are present exactly when `mu`
-    is non-zero. When the optional `skip_if` predicate is true the results
+    `lr` is required; `momentum` and `weight_decay` default to 0 and
+    `nesterov` to off, as in `torch.optim.SGD`. The `momentum_buffer`
+    operand and result are present exactly when `mu` is non-zero. When the optional `skip_if` predicate is true the results
     are bit-identical copies of the inputs: the update is skipped on the
     device, with no host round trip (loss scaling uses this on overflow).
 
@@ -861,6 +862,8 @@ def TG_AdamUpdateOp : TG_ComputeOp<"adam_update", "Deny", [
     step' = t
     ```
 
+    `lr` is required; the others default to `torch.optim.Adam`'s values:
+    `beta1 = 0.9`, `beta2 = 0.999`, `epsilon = 1e-8`, `weight_decay = 0`.
     A non-zero `weight_decay` is decoupled (AdamW). When the optional
     `skip_if` predicate is true, every result is a bit-identical copy of the
     corresponding input, the step counter included.

@@ -1,0 +1,27 @@
+//===- Json.h - JSON from untrusted files -----------------------*- C++ -*-===//
+//
+// llvm::json::parse recurses once per nesting level, so a policy file or a
+// checkpoint header of a few hundred kilobytes of `[[[[...` overflows the
+// stack. mp's readers parse through parseJson, which first measures the
+// nesting (one linear scan, strings skipped) and refuses anything deeper
+// than real files ever are.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_SUPPORT_JSON_H
+#define MP_SUPPORT_JSON_H
+
+#include "llvm/Support/JSON.h"
+
+namespace mp {
+
+/// The deepest JSON nesting mp's readers accept.
+constexpr unsigned kMaxJsonNesting = 256;
+
+/// llvm::json::parse, after checking that `text` nests arrays and objects
+/// at most kMaxJsonNesting levels deep.
+llvm::Expected<llvm::json::Value> parseJson(llvm::StringRef text);
+
+} // namespace mp
+
+#endif // MP_SUPPORT_JSON_H

@@ -1,0 +1,53 @@
+//===- RunReport.h - what mp-runner reports about a run ---------*- C++ -*-===//
+//
+// One trained variant of the model (FP32, or an AMP mode) with its per-step
+// records and final accuracy, and the ways a run is reported: the text
+// chart of --compare, the SVG of --plot and the JSON of --summary.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_LIB_RUNNER_RUNREPORT_H
+#define MP_LIB_RUNNER_RUNREPORT_H
+
+#include "Trainer.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mp::runner {
+
+/// One variant of the model being trained, with its history.
+struct Run {
+  std::string label, amp;
+  std::unique_ptr<Trainer> trainer;
+  std::vector<StepRecord> records;
+  std::optional<double> accuracy;
+};
+
+/// The mean step time, without the first step (it fills the allocator's
+/// cache and warms up).
+double meanStepTime(const Run &run);
+
+/// JSON has no infinities or NaNs: they become null.
+llvm::json::Value jsonNumber(double v);
+
+/// The loss scale of a record for printing ("-" without dynamic scaling).
+std::string formatScale(const StepRecord &r);
+
+/// The loss curves as an SVG plot.
+void writeSvg(llvm::raw_ostream &os, llvm::ArrayRef<Run> runs,
+              llvm::StringRef title);
+
+/// The loss curves as a text chart: one column per group of steps (the
+/// group's mean), `*` for the first run, `o` for the second, `#` where they
+/// share a cell.
+void printChart(llvm::raw_ostream &os, llvm::ArrayRef<Run> runs);
+
+} // namespace mp::runner
+
+#endif // MP_LIB_RUNNER_RUNREPORT_H

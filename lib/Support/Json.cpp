@@ -1,0 +1,35 @@
+//===- Json.cpp - JSON from untrusted files -------------------------------===//
+
+#include "mp/Support/Json.h"
+
+using namespace llvm;
+
+Expected<json::Value> mp::parseJson(StringRef text) {
+  unsigned depth = 0;
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    switch (text[i]) {
+    case '"':
+      // Skip the string, honouring backslash escapes.
+      for (++i; i < e && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+      break;
+    case '[':
+    case '{':
+      if (++depth > kMaxJsonNesting)
+        return createStringError(std::errc::invalid_argument,
+                                 "[byte=%zu]: nests arrays and objects more "
+                                 "than %u levels deep",
+                                 i, kMaxJsonNesting);
+      break;
+    case ']':
+    case '}':
+      if (depth > 0)
+        --depth;
+      break;
+    default:
+      break;
+    }
+  }
+  return json::parse(text);
+}
