@@ -38,6 +38,7 @@ config.substitutions.append(("%cuda_runner", runner + " --backend=cuda"))
 
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-runner", "mp-compile",
+         "mp-grad-check",
          "mp-cuda-kernel-tests"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 

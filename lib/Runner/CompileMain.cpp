@@ -9,6 +9,7 @@
 #include "mp/Runner/Runner.h"
 
 #include "CompiledStep.h"
+#include "Differentiation.h"
 #include "Loading.h"
 
 #include "mp/Support/FileOutput.h"
@@ -40,6 +41,7 @@ int mp::compileMain(int argc, char **argv) {
                                   cl::init(""), cl::cat(category));
   cl::opt<std::string> entry("entry", cl::desc("The step function"),
                              cl::init(""), cl::cat(category));
+  DifferentiationFlags differentiation(category);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-compile: compile a tg training step to an "
@@ -51,6 +53,8 @@ int mp::compileMain(int argc, char **argv) {
   Session session;
   OwningOpRef<ModuleOp> module = loadModule(session, input);
   if (!module)
+    return 1;
+  if (failed(makeTrainStep(*module, entry, differentiation.options())))
     return 1;
   // The object's symbol must be callable from C: a step named otherwise
   // ("my.step") is renamed to its C identifier ("my_step").

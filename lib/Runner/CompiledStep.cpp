@@ -52,6 +52,42 @@ std::optional<unsigned> StepSignature::findOutput(llvm::StringRef name) const {
   return std::nullopt;
 }
 
+FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
+                                      llvm::StringRef options) {
+  bool hasStep = false, hasForward = false;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!entry.empty() && fn.getSymName() != entry)
+      continue;
+    hasStep |= tg::isTrainStep(fn);
+    hasForward |= tg::isForward(fn);
+  }
+  if (hasStep || !hasForward) {
+    if (!options.empty())
+      return module.emitError()
+             << "the model is a training step already; the differentiation "
+                "options ("
+             << options << ") apply to forward functions (tg.forward)";
+    return false;
+  }
+  std::string all = options.str();
+  if (!entry.empty())
+    all += " entry=" + entry.str();
+  std::unique_ptr<Pass> pass = tg::createTGMakeTrainStep();
+  std::string error;
+  if (failed(pass->initializeOptions(all, [&](const llvm::Twine &message) {
+        error = message.str();
+        return failure();
+      })))
+    return module.emitError() << "invalid differentiation options '"
+                              << options << "'"
+                              << (error.empty() ? "" : ": " + error);
+  PassManager pm(module.getContext());
+  pm.addPass(std::move(pass));
+  if (failed(pm.run(module)))
+    return failure();
+  return true;
+}
+
 FailureOr<func::FuncOp> runner::findTrainStep(ModuleOp module,
                                               llvm::StringRef entry) {
   func::FuncOp found;

@@ -74,6 +74,18 @@ struct StepSignature {
   std::optional<unsigned> findOutput(llvm::StringRef name) const;
 };
 
+/// Makes the training step of a module that holds a forward function
+/// (tg.forward) instead: runs tg-make-train-step with `options` (its
+/// options, "loss=softmax-cross-entropy optimizer=adam lr=0.001") on the
+/// function `entry` names, or on the forward functions when no function is
+/// marked tg.train_step. Returns whether it made a step; fails (with a
+/// diagnostic) on bad options or a forward function it cannot
+/// differentiate. Options given for a module that is already a step are an
+/// error.
+mlir::FailureOr<bool> makeTrainStep(mlir::ModuleOp module,
+                                    llvm::StringRef entry,
+                                    llvm::StringRef options);
+
 /// Finds the training step to run: `entry` when given, else the only
 /// function marked tg.train_step. Emits a diagnostic on failure.
 mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,

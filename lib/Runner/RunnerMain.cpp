@@ -1,7 +1,8 @@
 //===- RunnerMain.cpp - mp-runner: train a model with a compiled step -----===//
 //
-// Reads a training step, compiles it (optionally through the mixed-precision
-// pipeline) for the CPU or CUDA runtime, initialises parameters from a seed
+// Reads a training step, or a forward function it differentiates into one
+// (tg-make-train-step), compiles it (optionally through the
+// mixed-precision pipeline) for the CPU or CUDA runtime, initialises parameters from a seed
 // and trains on a built-in synthetic dataset or .npy arrays, then measures
 // accuracy on held-out data with the step's forward pass alone. With
 // --compare it trains FP32 and AMP variants from the same initialisation on
@@ -15,6 +16,7 @@
 
 #include "CompiledStep.h"
 #include "Dataset.h"
+#include "Differentiation.h"
 #include "Loading.h"
 #include "RunReport.h"
 #include "StepLog.h"
@@ -42,8 +44,10 @@ namespace {
 
 struct Options {
   cl::OptionCategory category{"mp-runner options"};
-  cl::opt<std::string> input{cl::Positional, cl::desc("<step.mlir>"),
+  cl::opt<std::string> input{cl::Positional,
+                             cl::desc("<step.mlir or forward.mlir>"),
                              cl::init(""), cl::cat(category)};
+  DifferentiationFlags differentiation{category};
   cl::opt<int64_t> steps{"steps",
                          cl::desc("Train until this step (default 100; with "
                                   "--resume, the step to reach)"),
@@ -330,7 +334,17 @@ int mp::runnerMain(int argc, char **argv) {
     OwningOpRef<ModuleOp> module = loadModule(session, o.input);
     if (!module)
       return 1;
+    FailureOr<bool> made =
+        makeTrainStep(*module, o.entry, o.differentiation.options());
+    if (failed(made))
+      return 1;
     if (runs.empty()) {
+      if (*made)
+        llvm::outs() << "mp-runner: differentiated the forward function"
+                     << (o.differentiation.options().empty()
+                             ? ""
+                             : " (" + o.differentiation.options() + ")")
+                     << "\n";
       FailureOr<func::FuncOp> fn = findTrainStep(*module, o.entry);
       if (failed(fn))
         return 1;

@@ -454,6 +454,14 @@ std::vector<Case> cases() {
       e(sin); e(sout);
     };
     all.push_back(std::move(s));
+    Case g{"slice_grad f32 strided", ENTRY(slice_grad), {}, 1, nullptr};
+    int gin = random(g, MP_F32, {3, 6});
+    int gout = output(g, MP_F32, {9, 20});
+    g.fields = [=](Words &w, const Emit &e) {
+      w.push_back(2); w.push_back(1); w.push_back(2); w.push_back(3); w.push_back(3);
+      e(gin); e(gout);
+    };
+    all.push_back(std::move(g));
   }
   struct MatmulCase {
     mpElementType in, out;

@@ -1350,6 +1350,26 @@ void testNormAndMovement(std::mt19937_64 &rng) {
     check(ok && mpSlice(&A, &SL, past, st) == MP_ERROR_INVALID_ARGUMENT,
           "slice with offsets and strides; out-of-bounds slices are refused");
 
+    // slice_grad is slice's adjoint: <slice(a), g> == <a, slice_grad(g)>,
+    // and it writes zeros outside the slice.
+    F64 g({1, 2, 2}, rng);
+    std::vector<double> sg(24, 7.0);
+    mpTensor G = g.t(), SG = tensorOfShape(sg.data(), MP_F64, {2, 3, 4});
+    ok = mpSliceGrad(&G, &SG, off, st) == MP_OK;
+    double lhs = 0, rhs = 0;
+    int selected = 0;
+    for (int i = 0; i < 4; ++i)
+      lhs += sl[i] * g.v[i];
+    for (int i = 0; i < 24; ++i) {
+      rhs += a.v[i] * sg[i];
+      selected += sg[i] != 0;
+    }
+    check(ok && std::fabs(lhs - rhs) <= 1e-12 * (1 + std::fabs(lhs)) &&
+              selected == 4 &&
+              mpSliceGrad(&G, &SG, past, st) == MP_ERROR_INVALID_ARGUMENT,
+          "slice_grad is the adjoint of slice, zero elsewhere; out-of-bounds "
+          "slices are refused");
+
     uint16_t h[6] = {1, 2, 3, 4, 5, 6}, h2[6] = {};
     mpTensor H = tensorOfShape(h, MP_F16, {2, 3}),
              H2 = tensorOfShape(h2, MP_F16, {3, 2});

@@ -13,6 +13,7 @@
 #ifdef MP_INCLUDE_TESTS
 namespace mp::test {
 void registerTestPrecisionInterface(mlir::DialectRegistry &registry);
+void registerTestDifferentiableInterface(mlir::DialectRegistry &registry);
 } // namespace mp::test
 #endif
 
@@ -22,6 +23,7 @@ int main(int argc, char **argv) {
   mp::registerAllPasses();
 #ifdef MP_INCLUDE_TESTS
   mp::test::registerTestPrecisionInterface(registry);
+  mp::test::registerTestDifferentiableInterface(registry);
 #endif
   return mp::optMain(argc, argv, "mp optimizer driver\n", registry);
 }

@@ -4,7 +4,9 @@
 //   mp-runner   compiles a tg training step (mixed-precision pipeline, then
 //               tg-lower-to-llvm), JIT-compiles it and trains a model;
 //   mp-compile  compiles a step ahead of time to an object file and a C
-//               header that an application links with the mp runtime.
+//               header that an application links with the mp runtime;
+//   mp-grad-check  checks the gradients tg-make-train-step derives for a
+//               forward function against finite differences.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,8 @@ namespace mp {
 int runnerMain(int argc, char **argv);
 
 int compileMain(int argc, char **argv);
+
+int gradCheckMain(int argc, char **argv);
 
 } // namespace mp
 

@@ -690,6 +690,10 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             tensors("copy", {o.getInput()});
             return success();
           })
+          .Case([&](SeedOp o) {
+            tensors("copy", {o.getInput()});
+            return success();
+          })
           .Case([&](CastOp o) {
             tensors("copy", {o.getInput()});
             return success();
@@ -720,6 +724,20 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.tensor(operand(o.getInput()));
             c.tensor(out[0]);
             c.call("slice", module);
+            return success();
+          })
+          .Case([&](SliceGradOp o) {
+            CallBuilder c(b, loc, site);
+            int64_t rank = o.getOffsets().size();
+            c.i(rank);
+            c.ints(o.getOffsets());
+            if (auto strides = o.getStrides())
+              c.ints(*strides);
+            else
+              c.ints(SmallVector<int64_t>(rank, 1));
+            c.tensor(operand(o.getGrad()));
+            c.tensor(out[0]);
+            c.call("slice_grad", module);
             return success();
           })
           .Case([&](ConstantOp o) -> LogicalResult {

@@ -217,3 +217,33 @@ extern "C" mpStatus mpSlice(const mpTensor *in, mpTensor *out,
   }
   return MP_OK;
 }
+
+extern "C" mpStatus mpSliceGrad(const mpTensor *dy, mpTensor *dx,
+                                const int64_t *offsets,
+                                const int64_t *strides_) {
+  if (!validAny(dy) || !validAny(dx) || dy->elementType != dx->elementType ||
+      dy->rank != dx->rank || (dx->rank && !offsets))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t xs[MP_MAX_RANK];
+  strides(dx, xs);
+  for (int32_t d = 0; d < dx->rank; ++d) {
+    int64_t st = strides_ ? strides_[d] : 1;
+    if (st < 1 || offsets[d] < 0 ||
+        (dy->shape[d] > 0 &&
+         offsets[d] + (dy->shape[d] - 1) * st >= dx->shape[d]))
+      return MP_ERROR_INVALID_ARGUMENT;
+  }
+  size_t size = mpElementSize(dx->elementType);
+  std::memset(dx->data, 0, size_t(mpNumElements(dx)) * size);
+  for (int64_t i = 0, n = mpNumElements(dy); i < n; ++i) {
+    int64_t rest = i, dst = 0;
+    for (int32_t d = dy->rank - 1; d >= 0; --d) {
+      int64_t st = strides_ ? strides_[d] : 1;
+      dst += (offsets[d] + (rest % dy->shape[d]) * st) * xs[d];
+      rest /= dy->shape[d];
+    }
+    std::memcpy(static_cast<char *>(dx->data) + dst * size,
+                static_cast<const char *>(dy->data) + i * size, size);
+  }
+  return MP_OK;
+}

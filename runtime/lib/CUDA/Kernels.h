@@ -70,6 +70,8 @@ mpStatus mpConcat(int32_t count, const mpTensor *inputs, mpTensor *out,
                   int64_t axis);
 mpStatus mpSlice(const mpTensor *in, mpTensor *out, const int64_t *offsets,
                  const int64_t *strides);
+mpStatus mpSliceGrad(const mpTensor *dy, mpTensor *dx, const int64_t *offsets,
+                     const int64_t *strides);
 mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                   int32_t transposeLhs, int32_t transposeRhs,
                   mpElementType compute);

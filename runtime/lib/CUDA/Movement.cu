@@ -241,6 +241,36 @@ mpStatus mp::cuda::mpSlice(const mpTensor *in, mpTensor *out,
   return stridedCopy(in->data, out->data, mpElementSize(in->elementType), plan);
 }
 
+mpStatus mp::cuda::mpSliceGrad(const mpTensor *dy, mpTensor *dx,
+                               const int64_t *offsets,
+                               const int64_t *strides) {
+  if (!valid(dy) || !valid(dx) || dy->elementType != dx->elementType ||
+      dy->rank != dx->rank || (dx->rank && !offsets))
+    return MP_ERROR_INVALID_ARGUMENT;
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  int64_t dxStrides[MP_MAX_RANK];
+  contiguousStrides(*dx, dxStrides);
+  StridedPlan plan;
+  plan.space = shapeOf(*dy);
+  contiguousStrides(*dy, plan.srcStrides);
+  for (int32_t d = 0; d < dx->rank; ++d) {
+    int64_t step = strides ? strides[d] : 1;
+    int64_t last = offsets[d] + (dy->shape[d] - 1) * step;
+    if (step < 1 || offsets[d] < 0 ||
+        (dy->shape[d] > 0 && (offsets[d] >= dx->shape[d] ||
+                              last >= dx->shape[d])))
+      return MP_ERROR_INVALID_ARGUMENT;
+    plan.dstBase += offsets[d] * dxStrides[d];
+    plan.dstStrides[d] = step * dxStrides[d];
+  }
+  size_t bytes = size_t(mpNumElements(dx)) * mpElementSize(dx->elementType);
+  if (bytes)
+    MP_CUDA_TRY(cudaMemsetAsync(dx->data, 0, bytes, c->stream));
+  return stridedCopy(dy->data, dx->data, mpElementSize(dy->elementType), plan);
+}
+
 mpStatus mp::cuda::mpConcat(int32_t count, const mpTensor *inputs,
                             mpTensor *out, int64_t axis) {
   if (count < 1 || !inputs || !valid(out) || axis < 0 || axis >= out->rank)

@@ -447,6 +447,24 @@ func.func @slice_the_selection_lies_inside_the_input(%a: tensor<8xf32>) {
 
 // -----
 
+// Rule: slice_grad: grad has the rank of the result.
+func.func @slice_grad_rank(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.slice_grad' op grad has rank 1, the result 2}}
+  %0 = tg.slice_grad %a offsets = [0, 0] : (tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Rule: slice_grad: the selection lies inside the result.
+func.func @slice_grad_the_selection_lies_inside_the_result(%a: tensor<4xf32>) {
+  // expected-error @+1 {{dimension 0: slice of 4 elements from offset 2 with stride 2 runs past the size 8}}
+  %0 = tg.slice_grad %a offsets = [2] strides = [2] : (tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
 // Rule: gather: the table has rank >= 1.
 func.func @gather_the_table_has_rank_1(%t: tensor<f32>, %i: tensor<4xi32>) {
   // expected-error @+2 {{table must have rank >= 1}}

@@ -123,6 +123,10 @@ func.func @movement(%x: tensor<2x8x64xf32>, %b: tensor<64xf32>, %y: tensor<2x8x1
   %3 = tg.concat %x, %y axis = 2 : (tensor<2x8x64xf32>, tensor<2x8x16xf32>) -> tensor<2x8x80xf32>
   // CHECK: tg.slice %{{.*}} offsets = [0, 1, 0] sizes = [2, 4, 16] strides = [1, 2, 1] : (tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
   %4 = tg.slice %y offsets = [0, 1, 0] sizes = [2, 4, 16] strides = [1, 2, 1] : (tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: tg.slice_grad %{{.*}} offsets = [0, 1, 0] strides = [1, 2, 1] : (tensor<2x4x16xf32>) -> tensor<2x8x16xf32>
+  %sg = tg.slice_grad %4 offsets = [0, 1, 0] strides = [1, 2, 1] : (tensor<2x4x16xf32>) -> tensor<2x8x16xf32>
+  // CHECK: tg.slice_grad %{{.*}} offsets = [0, 0, 0] : (tensor<2x4x16xf32>) -> tensor<2x8x16xf32>
+  %sg2 = tg.slice_grad %4 offsets = [0, 0, 0] : (tensor<2x4x16xf32>) -> tensor<2x8x16xf32>
   // CHECK: tg.gather %{{.*}}[%{{.*}}] : (tensor<100x64xf16>, tensor<2x8xi32>) -> tensor<2x8x64xf16>
   %5 = tg.gather %t[%ids] : (tensor<100x64xf16>, tensor<2x8xi32>) -> tensor<2x8x64xf16>
   // Data movement works on integer tensors too.
@@ -158,6 +162,8 @@ func.func @losses(%logits: tensor<4x6x10xf16>, %labels: tensor<4x6xi64>,
   %2 = tg.softmax_cross_entropy_grad %seed, %logits, %labels compute(f32) : (tensor<f32>, tensor<4x6x10xf16>, tensor<4x6xi64>) -> tensor<4x6x10xf16>
   // CHECK: tg.mse_loss_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f32>, tensor<8x3xf32>, tensor<8x3xf32>) -> tensor<8x3xf32>
   %3 = tg.mse_loss_grad %seed, %p, %t : (tensor<f32>, tensor<8x3xf32>, tensor<8x3xf32>) -> tensor<8x3xf32>
+  // CHECK: tg.seed %{{.*}} : tensor<f32>
+  %marked = tg.seed %seed : tensor<f32>
   return %0, %1, %2, %3 : tensor<f32>, tensor<f32>, tensor<4x6x10xf16>, tensor<8x3xf32>
 }
 

@@ -50,16 +50,22 @@ static LogicalResult verifyName(Operation *op, NamedAttribute attr,
 
 LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
-  if (attr.getName() != kTrainStepAttr)
-    return op->emitError() << "unknown tg attribute '" << attr.getName().getValue()
+  StringRef name = attr.getName().getValue();
+  if (name != kTrainStepAttr && name != kForwardAttr)
+    return op->emitError() << "unknown tg attribute '" << name
                            << "' on an operation";
   if (!isa<UnitAttr>(attr.getValue()))
-    return op->emitError() << "'" << kTrainStepAttr << "' must be a unit "
-                           << "attribute";
+    return op->emitError() << "'" << name << "' must be a unit attribute";
   auto fn = dyn_cast<FunctionOpInterface>(op);
   if (!fn)
-    return op->emitError() << "'" << kTrainStepAttr
-                           << "' applies to function ops only";
+    return op->emitError() << "'" << name << "' applies to function ops only";
+  if (name == kForwardAttr) {
+    if (op->hasAttr(kTrainStepAttr))
+      return op->emitError() << "a function is either a training step ('"
+                             << kTrainStepAttr << "') or a forward function ('"
+                             << kForwardAttr << "'), not both";
+    return getForwardSignature(fn);
+  }
   return getTrainStepSignature(fn);
 }
 

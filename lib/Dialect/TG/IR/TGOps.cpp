@@ -388,25 +388,24 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
   return {};
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &out) {
-  auto input = rankedOrError(loc, adaptor.getInput().getType(), "input");
-  if (failed(input))
-    return failure();
-  int64_t rank = input->getRank();
-  ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes();
+/// Checks that selecting `sizes` elements from `offsets` with `strides`
+/// stays inside `whole` (tg.slice and tg.slice_grad share the rule).
+static LogicalResult checkSliceBounds(std::optional<Location> loc,
+                                      RankedTensorType whole,
+                                      ArrayRef<int64_t> offsets,
+                                      ArrayRef<int64_t> sizes,
+                                      std::optional<ArrayRef<int64_t>> steps) {
+  int64_t rank = whole.getRank();
   SmallVector<int64_t> strides(rank, 1);
-  if (auto s = adaptor.getStridesAttr())
-    strides.assign(s.asArrayRef().begin(), s.asArrayRef().end());
+  if (steps)
+    strides.assign(steps->begin(), steps->end());
   if (static_cast<int64_t>(offsets.size()) != rank ||
       static_cast<int64_t>(sizes.size()) != rank ||
       static_cast<int64_t>(strides.size()) != rank)
     return emitOptionalError(loc, "offsets, sizes and strides need ", rank,
                              " entries each (the input rank)");
   for (int64_t d = 0; d < rank; ++d) {
-    int64_t dim = input->getDimSize(d);
+    int64_t dim = whole.getDimSize(d);
     if (strides[d] < 1)
       return emitOptionalError(loc, "strides[", d, "] = ", strides[d],
                                " must be positive");
@@ -422,8 +421,35 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                " with stride ", strides[d],
                                " runs past the size ", dim);
   }
-  out.push_back(RankedTensorType::get(sizes, input->getElementType()));
   return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &out) {
+  auto input = rankedOrError(loc, adaptor.getInput().getType(), "input");
+  if (failed(input))
+    return failure();
+  std::optional<ArrayRef<int64_t>> strides;
+  if (auto s = adaptor.getStridesAttr())
+    strides = s.asArrayRef();
+  if (failed(checkSliceBounds(loc, *input, adaptor.getOffsets(),
+                              adaptor.getSizes(), strides)))
+    return failure();
+  out.push_back(
+      RankedTensorType::get(adaptor.getSizes(), input->getElementType()));
+  return success();
+}
+
+LogicalResult SliceGradOp::verify() {
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  auto result = cast<RankedTensorType>(getType());
+  if (grad.getRank() != result.getRank())
+    return emitOpError() << "grad has rank " << grad.getRank()
+                         << ", the result " << result.getRank();
+  return checkSliceBounds(getLoc(), result, getOffsets(), grad.getShape(),
+                          getStrides());
 }
 
 OpFoldResult SliceOp::fold(FoldAdaptor) {
@@ -570,6 +596,8 @@ OpOperand &SoftmaxCrossEntropyGradOp::getSeedOperand() {
 }
 
 OpOperand &MseLossGradOp::getSeedOperand() { return getLossGradMutable(); }
+
+OpOperand &SeedOp::getSeedOperand() { return getInputMutable(); }
 
 LogicalResult GatherGradOp::verify() {
   RankedTensorType table = getType();

@@ -14,6 +14,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
@@ -37,17 +38,19 @@ bool mp::tg::isTrainStep(Operation *fn) {
   return fn->hasAttr(TGDialect::kTrainStepAttr);
 }
 
-FailureOr<TrainStepSignature>
-mp::tg::getTrainStepSignature(FunctionOpInterface fn, bool emitErrors) {
-  auto fail = [&](const Twine &message) -> FailureOr<TrainStepSignature> {
-    if (emitErrors)
-      fn->emitOpError() << "is not a valid training step: " << message;
-    return failure();
-  };
+bool mp::tg::isForward(Operation *fn) {
+  return fn->hasAttr(TGDialect::kForwardAttr);
+}
+
+/// Reads the argument roles of a training step or forward function into
+/// `arguments` (and their index by name into `argByName`).
+static LogicalResult
+readArguments(FunctionOpInterface fn,
+              function_ref<LogicalResult(const Twine &)> fail,
+              SmallVectorImpl<StepArgument> &arguments,
+              llvm::StringMap<unsigned> &argByName) {
   static constexpr ArgRole kRoles[] = {ArgRole::Param, ArgRole::State,
                                        ArgRole::Input, ArgRole::Label};
-  TrainStepSignature sig;
-  llvm::StringMap<unsigned> argByName;
   ArrayRef<Type> argTypes = fn.getArgumentTypes();
   for (unsigned i = 0, e = argTypes.size(); i < e; ++i) {
     std::optional<StepArgument> arg;
@@ -86,8 +89,23 @@ mp::tg::getTrainStepSignature(FunctionOpInterface fn, bool emitErrors) {
     if (!inserted)
       return fail("argument #" + Twine(i) + " reuses the name '" + arg->name +
                   "' of argument #" + Twine(it->second));
-    sig.arguments.push_back(*arg);
+    arguments.push_back(*arg);
   }
+  return success();
+}
+
+FailureOr<TrainStepSignature>
+mp::tg::getTrainStepSignature(FunctionOpInterface fn, bool emitErrors) {
+  auto fail = [&](const Twine &message) -> LogicalResult {
+    if (emitErrors)
+      fn->emitOpError() << "is not a valid training step: " << message;
+    return failure();
+  };
+  TrainStepSignature sig;
+  llvm::StringMap<unsigned> argByName;
+  ArrayRef<Type> argTypes = fn.getArgumentTypes();
+  if (failed(readArguments(fn, fail, sig.arguments, argByName)))
+    return failure();
 
   ArrayRef<Type> resultTypes = fn.getResultTypes();
   std::optional<unsigned> loss;
@@ -144,5 +162,61 @@ mp::tg::getTrainStepSignature(FunctionOpInterface fn, bool emitErrors) {
       return fail("'" + arg.name + "' (" + stringifyArgRole(arg.role) +
                   ") is never updated; add a result with tg.update = \"" +
                   arg.name + "\"");
+  return sig;
+}
+
+FailureOr<ForwardSignature>
+mp::tg::getForwardSignature(FunctionOpInterface fn, bool emitErrors) {
+  auto fail = [&](const Twine &message) -> LogicalResult {
+    if (emitErrors)
+      fn->emitOpError() << "is not a valid forward function: " << message;
+    return failure();
+  };
+  ForwardSignature sig;
+  llvm::StringMap<unsigned> argByName;
+  ArrayRef<Type> argTypes = fn.getArgumentTypes();
+  if (failed(readArguments(fn, fail, sig.arguments, argByName)))
+    return failure();
+  ArrayRef<Type> resultTypes = fn.getResultTypes();
+  std::optional<unsigned> loss;
+  for (unsigned i = 0, e = resultTypes.size(); i < e; ++i) {
+    bool isLoss = static_cast<bool>(fn.getResultAttr(i, TGDialect::kLossAttr));
+    auto update = fn.getResultAttrOfType<StringAttr>(i, TGDialect::kUpdateAttr);
+    auto output = fn.getResultAttrOfType<StringAttr>(i, TGDialect::kOutputAttr);
+    if (int(isLoss) + int(bool(update)) + int(bool(output)) > 1)
+      return fail("result #" + Twine(i) +
+                  " has more than one of tg.loss, tg.update and tg.output");
+    if (isLoss) {
+      if (loss)
+        return fail("results #" + Twine(*loss) + " and #" + Twine(i) +
+                    " are both marked tg.loss");
+      loss = i;
+      sig.results.push_back({StepResult::Kind::Loss, "loss", std::nullopt});
+      continue;
+    }
+    if (!update) {
+      sig.results.push_back({StepResult::Kind::Output,
+                             output ? output.getValue() : StringRef(),
+                             std::nullopt});
+      continue;
+    }
+    // Forward functions update state (running statistics); the
+    // differentiation pass adds the parameters' updates.
+    StringRef name = update.getValue();
+    auto it = argByName.find(name);
+    if (it == argByName.end() ||
+        sig.arguments[it->second].role != ArgRole::State)
+      return fail("result #" + Twine(i) + " updates '" + name +
+                  "', which is not a tg.state argument");
+    StepArgument &arg = sig.arguments[it->second];
+    if (arg.updatedBy)
+      return fail("results #" + Twine(*arg.updatedBy) + " and #" + Twine(i) +
+                  " both update '" + name + "'");
+    if (resultTypes[i] != argTypes[it->second])
+      return fail("result #" + Twine(i) + " updating '" + name +
+                  "' must have the argument's type");
+    arg.updatedBy = i;
+    sig.results.push_back({StepResult::Kind::Update, name, it->second});
+  }
   return sig;
 }

@@ -60,6 +60,7 @@ extern "C" {
   X(broadcast, "in out")                                                      \
   X(concat, "axis:i n:i inputs[n] out")                                       \
   X(slice, "rank:i offsets:i[rank] strides:i[rank] in out")                   \
+  X(slice_grad, "rank:i offsets:i[rank] strides:i[rank] dy dx")               \
   X(matmul, "transpose_lhs:i transpose_rhs:i compute:type lhs rhs out")       \
   X(unscale_grads, "n:i scale found_inf grads[n] unscaled[n]")                \
   X(update_loss_scale, "growth:f backoff:f interval:i min:f max:f scale "     \

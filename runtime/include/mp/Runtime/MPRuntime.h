@@ -259,6 +259,11 @@ mpStatus mpConcat(int32_t count, const mpTensor *inputs, mpTensor *out,
 mpStatus mpSlice(const mpTensor *in, mpTensor *out, const int64_t *offsets,
                  const int64_t *strides);
 
+/* The adjoint of mpSlice: dx is zero except dx[offsets + i * strides] =
+ * dy[i] per dimension (strides may be null: all 1). */
+mpStatus mpSliceGrad(const mpTensor *dy, mpTensor *dx, const int64_t *offsets,
+                     const int64_t *strides);
+
 /*===----------------------------------------------------------------------===*
  * Contraction (tg.matmul).
  *===----------------------------------------------------------------------===*/

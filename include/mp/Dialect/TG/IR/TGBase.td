@@ -45,7 +45,10 @@ def TG_Dialect : Dialect {
     A training step is a `func.func` carrying the `tg.train_step` attribute;
     its arguments and results are annotated with their roles (`tg.param`,
     `tg.state`, `tg.input`, `tg.label`, `tg.loss`, `tg.update`, `tg.output`).
-    See `docs/TrainingStep.md`.
+    See `docs/TrainingStep.md`. A forward function (`tg.forward`) has the
+    same argument roles and returns its loss or its logits;
+    `tg-make-train-step` differentiates it into a training step
+    (`docs/Autodiff.md`).
   }];
   let hasConstantMaterializer = 1;
   let hasOperationAttrVerify = 1;
@@ -54,6 +57,7 @@ def TG_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Names of the discardable attributes of the training-step convention.
     static constexpr ::llvm::StringLiteral kTrainStepAttr = "tg.train_step";
+    static constexpr ::llvm::StringLiteral kForwardAttr = "tg.forward";
     static constexpr ::llvm::StringLiteral kParamAttr = "tg.param";
     static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
     static constexpr ::llvm::StringLiteral kInputAttr = "tg.input";

@@ -131,4 +131,53 @@ def TG_OptimizerOpInterface : OpInterface<"OptimizerOpInterface"> {
   ];
 }
 
+def TG_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let cppNamespace = "::mp::tg";
+  let description = [{
+    An op that reverse-mode automatic differentiation (`tg-make-train-step`)
+    can propagate gradients through: given the adjoints of its results (the
+    gradients of the loss with respect to them), it builds the adjoints of
+    its operands out of tg ops, at the builder's insertion point.
+
+    * `isDifferentiableOperand` / `isDifferentiableResult` say which
+      operands and results carry adjoints: floating-point ones by default;
+      integer and boolean values (labels, ids, counters) never do, and an op
+      may exclude more (the statistics `tg.layer_norm` saves for its
+      backward pass).
+    * `buildAdjoints` receives one adjoint per result (null where none flows
+      back) and a mask of the operands whose adjoints are wanted; it appends
+      one value per operand to `operandAdjoints`, of the operand's type, or
+      null where none was wanted. It reads the forward op's operands and
+      results (saved activations) rather than recomputing them. On failure
+      it emits a diagnostic on the op.
+
+    Ops without the interface are not differentiable: the pass reports one
+    on the path from a parameter to the loss as a located error. Ops of
+    other dialects take part by attaching an external model.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "Whether operand `index` can carry an adjoint.",
+      "bool", "isDifferentiableOperand", (ins "unsigned":$index), [{}], [{
+        return ::llvm::isa<::mlir::FloatType>(::mlir::getElementTypeOrSelf(
+            $_op->getOperand(index).getType()));
+      }]>,
+    InterfaceMethod<
+      "Whether result `index` can carry an adjoint.",
+      "bool", "isDifferentiableResult", (ins "unsigned":$index), [{}], [{
+        return ::llvm::isa<::mlir::FloatType>(::mlir::getElementTypeOrSelf(
+            $_op->getResult(index).getType()));
+      }]>,
+    InterfaceMethod<
+      "Builds the adjoints of the operands marked in `wanted` from the "
+      "adjoints of the results (null where none flows back), appending one "
+      "value (or null) per operand to `operandAdjoints`.",
+      "::llvm::LogicalResult", "buildAdjoints",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ArrayRef<::mlir::Value>":$resultAdjoints,
+           "::llvm::ArrayRef<bool>":$wanted,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandAdjoints)>,
+  ];
+}
+
 #endif // MP_DIALECT_TG_IR_TGINTERFACES_TD

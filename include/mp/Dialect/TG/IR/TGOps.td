@@ -56,6 +56,11 @@ def TG_FullPrecisionDataOperands
   let cppNamespace = "::mp::tg::OpTrait";
 }
 
+/// An op reverse-mode differentiation propagates gradients through; its
+/// adjoint rule (buildAdjoints) is in TGAdjoints.cpp.
+defvar TG_Differentiable =
+    DeclareOpInterfaceMethods<TG_DifferentiableOpInterface>;
+
 /// An op the mixed-precision passes reason about. `cls` is its default list
 /// class; `overrides` names precision-interface methods the op implements
 /// itself (for example `getOperandRole`).
@@ -76,7 +81,7 @@ class TG_ComputeOp<string mnemonic, string cls, list<Trait> traits = [],
 /// and the result share one element type.
 class TG_BinaryOp<string mnemonic, string cls, string sym>
     : TG_ComputeOp<mnemonic, cls, [
-        InferTypeOpAdaptor,
+        InferTypeOpAdaptor, TG_Differentiable,
         AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
   let summary = "elementwise " # mnemonic # " with broadcasting";
   let description = [{
@@ -118,7 +123,8 @@ defvar TG_InferShape = InferTypeOpAdaptorWithIsCompatible;
 class TG_UnaryOp<string mnemonic, string cls, string formula,
                  list<Trait> traits = []>
     : TG_ComputeOp<mnemonic, cls,
-                   !listconcat(traits, [SameOperandsAndResultType])> {
+                   !listconcat(traits, [SameOperandsAndResultType,
+                                        TG_Differentiable])> {
   let summary = "elementwise " # mnemonic;
   let description = [{
     Computes `}] # formula # [{` element by element, in the compute type.
@@ -140,7 +146,8 @@ class TG_UnaryOp<string mnemonic, string cls, string formula,
 /// different types (only the shapes match).
 class TG_DenyUnaryOp<string mnemonic, string formula>
     : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape,
-                                       TG_IndependentResultStorage]> {
+                                       TG_IndependentResultStorage,
+                                       TG_Differentiable]> {
   let summary = "elementwise " # mnemonic;
   let description = [{
     Computes `}] # formula # [{` element by element, in the compute type.
@@ -184,7 +191,8 @@ class TG_ActivationGradOp<string mnemonic, string cls, string saved,
 /// Softmax-like ops over one axis.
 class TG_AxisOp<string mnemonic, string formula>
     : TG_ComputeOp<mnemonic, "Deny", [SameOperandsAndResultShape,
-                                      TG_IndependentResultStorage]> {
+                                      TG_IndependentResultStorage,
+                                      TG_Differentiable]> {
   let summary = mnemonic # " along one axis";
   let description = [{
     Computes `}] # formula # [{` along `axis`, in the compute type and with
@@ -248,7 +256,8 @@ class TG_AxisGradOp<string mnemonic, string formula>
 /// Reductions over a set of axes.
 class TG_ReduceOp<string mnemonic, string what>
     : TG_ComputeOp<mnemonic, "Deny", [TG_InferShape,
-                                      TG_IndependentResultStorage]> {
+                                      TG_IndependentResultStorage,
+                                      TG_Differentiable]> {
   let summary = "reduction: " # what # " over axes";
   let description = [{
     Reduces `input` to its }] # what # [{ over `axes` (strictly increasing,
@@ -292,7 +301,8 @@ class TG_ReduceOp<string mnemonic, string what>
 
 def TG_MatmulOp : TG_ComputeOp<"matmul", "Allow", [
     TG_InferShape, AllElementTypesMatch<["lhs", "rhs"]>,
-    TG_IndependentResultStorage, TG_SameDataOperandStorage]> {
+    TG_IndependentResultStorage, TG_SameDataOperandStorage,
+    TG_Differentiable]> {
   let summary = "batched matrix multiplication";
   let description = [{
     Multiplies the two innermost dimensions of `lhs` and `rhs`; every outer
@@ -345,7 +355,8 @@ def TG_SqrtOp : TG_UnaryOp<"sqrt", "Infer", "sqrt(x)">;
 def TG_RsqrtOp : TG_DenyUnaryOp<"rsqrt", "1 / sqrt(x)">;
 def TG_SquareOp : TG_UnaryOp<"square", "Infer", "x * x">;
 
-def TG_GeluOp : TG_ComputeOp<"gelu", "Infer", [SameOperandsAndResultType]> {
+def TG_GeluOp : TG_ComputeOp<"gelu", "Infer", [SameOperandsAndResultType,
+                                               TG_Differentiable]> {
   let summary = "elementwise gaussian error linear unit";
   let description = [{
     Computes `x * Phi(x)` with `Phi` the standard normal CDF, exactly (with
@@ -375,7 +386,9 @@ def TG_LogSoftmaxOp
 
 def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
     [AllShapesMatch<["input", "result"]>, AllTypesMatch<["scale", "bias"]>,
-     AllTypesMatch<["mean", "rstd"]>, TG_IndependentResultStorage],
+     AllTypesMatch<["mean", "rstd"]>, TG_IndependentResultStorage,
+     DeclareOpInterfaceMethods<TG_DifferentiableOpInterface,
+                               ["isDifferentiableResult"]>],
     ["getOperandRole", "isDataResult"]> {
   let summary = "layer normalisation, with saved statistics";
   let description = [{
@@ -433,7 +446,8 @@ class TG_MovementOp<string mnemonic, list<Trait> traits = []>
     : TG_PrecisionOp<mnemonic, "Clear", !listconcat(traits, [Pure])>;
 
 def TG_TransposeOp : TG_MovementOp<"transpose", [
-    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>,
+    TG_Differentiable]> {
   let summary = "permutes the dimensions of a tensor";
   let description = [{
     Result dimension `i` is input dimension `permutation[i]`; `permutation`
@@ -454,7 +468,7 @@ def TG_TransposeOp : TG_MovementOp<"transpose", [
 }
 
 def TG_ReshapeOp : TG_MovementOp<"reshape", [
-    AllElementTypesMatch<["input", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>, TG_Differentiable]> {
   let summary = "reinterprets the shape of a tensor";
   let description = [{
     Returns the elements of `input` in row-major order with the result's
@@ -472,7 +486,7 @@ def TG_ReshapeOp : TG_MovementOp<"reshape", [
 }
 
 def TG_BroadcastToOp : TG_MovementOp<"broadcast_to", [
-    AllElementTypesMatch<["input", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>, TG_Differentiable]> {
   let summary = "broadcasts a tensor to a larger shape";
   let description = [{
     Broadcasts `input` to the result's shape with numpy rules: dimensions
@@ -490,7 +504,8 @@ def TG_BroadcastToOp : TG_MovementOp<"broadcast_to", [
   let hasFolder = 1;
 }
 
-def TG_ConcatOp : TG_MovementOp<"concat", [InferTypeOpAdaptor]> {
+def TG_ConcatOp : TG_MovementOp<"concat", [InferTypeOpAdaptor,
+                                           TG_Differentiable]> {
   let summary = "concatenates tensors along an axis";
   let description = [{
     Joins the `inputs` along `axis`. All inputs have the same rank and
@@ -511,7 +526,8 @@ def TG_ConcatOp : TG_MovementOp<"concat", [InferTypeOpAdaptor]> {
 }
 
 def TG_SliceOp : TG_MovementOp<"slice", [
-    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>]> {
+    InferTypeOpAdaptor, AllElementTypesMatch<["input", "result"]>,
+    TG_Differentiable]> {
   let summary = "extracts a strided box from a tensor";
   let description = [{
     Selects, in every dimension `d`, the `sizes[d]` elements starting at
@@ -536,7 +552,8 @@ def TG_SliceOp : TG_MovementOp<"slice", [
 }
 
 def TG_GatherOp : TG_MovementOp<"gather", [
-    InferTypeOpAdaptor, AllElementTypesMatch<["table", "result"]>]> {
+    InferTypeOpAdaptor, AllElementTypesMatch<["table", "result"]>,
+    TG_Differentiable]> {
   let summary = "embedding lookup: gathers rows of a table by integer ids";
   let description = [{
     With `table : [V, D...]` and integer `ids` of any shape `[I...]`, the
@@ -553,6 +570,31 @@ def TG_GatherOp : TG_MovementOp<"gather", [
   let assemblyFormat = [{
     $table `[` $ids `]` attr-dict `:` functional-type(operands, results)
   }];
+}
+
+def TG_SliceGradOp : TG_MovementOp<"slice_grad", [
+    AllElementTypesMatch<["grad", "result"]>, TG_Differentiable]> {
+  let summary = "gradient of slice: scatters a slice into zeros";
+  let description = [{
+    The adjoint of `tg.slice`: a tensor of the result's shape (the shape of
+    the tensor that was sliced), zero except at the selected positions,
+    which hold `grad` (of the slice's shape): in every dimension `d`,
+    `result[offsets[d] + i * strides[d]] = grad[i]` (strides are 1 when
+    absent). The selection must lie inside the result.
+
+    ```mlir
+    %dx = tg.slice_grad %dy offsets = [0, 16] strides = [1, 2]
+        : (tensor<4x8xf32>) -> tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins TG_AnyTensor:$grad, DenseI64ArrayAttr:$offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $grad `offsets` `=` $offsets (`strides` `=` $strides^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -576,7 +618,7 @@ def TG_ConstantOp : TG_Op<"constant", [
 }
 
 def TG_CastOp : TG_Op<"cast", [
-    Pure, DeclareOpInterfaceMethods<CastOpInterface>]> {
+    Pure, DeclareOpInterfaceMethods<CastOpInterface>, TG_Differentiable]> {
   let summary = "converts the element type of a tensor";
   let description = [{
     Converts each element to the result's element type; the shape does not
@@ -604,7 +646,8 @@ def TG_CastOp : TG_Op<"cast", [
 
 def TG_SoftmaxCrossEntropyOp
     : TG_ComputeOp<"softmax_cross_entropy", "Deny", [
-        TG_IndependentResultStorage, TG_FullPrecisionDataOperands]> {
+        TG_IndependentResultStorage, TG_FullPrecisionDataOperands,
+        TG_Differentiable]> {
   let summary = "softmax cross-entropy with integer labels, mean over batch";
   let description = [{
     With `logits : [..., C]` and integer `labels : [...]` (one class per
@@ -630,7 +673,7 @@ def TG_SoftmaxCrossEntropyOp
 
 def TG_MseLossOp : TG_ComputeOp<"mse_loss", "Deny", [
     AllShapesMatch<["prediction", "target"]>, TG_IndependentResultStorage,
-    TG_FullPrecisionDataOperands]> {
+    TG_FullPrecisionDataOperands, TG_Differentiable]> {
   let summary = "mean squared error";
   let description = [{
     Returns `mean((prediction - target)^2)` over all elements as a rank-0
@@ -902,6 +945,29 @@ def TG_AdamUpdateOp : TG_ComputeOp<"adam_update", "Deny", [
 //===----------------------------------------------------------------------===//
 // Loss scaling
 //===----------------------------------------------------------------------===//
+
+def TG_SeedOp : TG_Op<"seed", [
+    Pure, AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<TG_LossGradientOpInterface>]> {
+  let summary = "the seed of the backward pass";
+  let description = [{
+    Returns its input: the gradient of the loss with respect to itself (a
+    constant 1 of the loss's type). It marks where the backward pass starts
+    when the loss is not computed by a loss op whose gradient takes the seed
+    (`tg.softmax_cross_entropy`, `tg.mse_loss`), for example a loss written
+    as `reduce_mean(square(...))`, so that `tg-insert-loss-scaling` scales
+    exactly there. `tg-make-train-step` emits it for such losses. It has no
+    folder on purpose: canonicalisation before loss scaling must keep it.
+
+    ```mlir
+    %one = tg.constant dense<1.0> : tensor<f32>
+    %seed = tg.seed %one : tensor<f32>
+    ```
+  }];
+  let arguments = (ins TG_FloatScalar:$input);
+  let results = (outs TG_FloatScalar:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
 
 def TG_ApplyLossScaleOp : TG_ComputeOp<"apply_loss_scale", "Deny", [
     AllTypesMatch<["input", "result"]>], ["getOperandRole"]> {

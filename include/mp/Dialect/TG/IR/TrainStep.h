@@ -54,6 +54,25 @@ getTrainStepSignature(mlir::FunctionOpInterface fn, bool emitErrors = true);
 /// Whether `fn` is marked as a training step.
 bool isTrainStep(mlir::Operation *fn);
 
+/// Whether `fn` is marked as a forward function (tg.forward).
+bool isForward(mlir::Operation *fn);
+
+/// A forward function: arguments with the roles of a training step, and
+/// results that are the loss, outputs, new values of tg.state arguments, or
+/// unmarked (the loss or the logits, as the differentiation pass is told).
+struct ForwardSignature {
+  llvm::SmallVector<StepArgument> arguments;
+  /// One per result; kind Output for unmarked results, with an empty name.
+  llvm::SmallVector<StepResult> results;
+};
+
+/// Reads and checks the forward convention on `fn`: one role per argument,
+/// unique names, floating-point parameters, no empty dimensions, at most
+/// one tg.loss, tg.update only of tg.state arguments (once each). On
+/// failure, emits a diagnostic on `fn` when `emitErrors` is set.
+llvm::FailureOr<ForwardSignature>
+getForwardSignature(mlir::FunctionOpInterface fn, bool emitErrors = true);
+
 } // namespace mp::tg
 
 #endif // MP_DIALECT_TG_IR_TRAINSTEP_H

@@ -5,6 +5,100 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TGMakeTrainStep : Pass<"tg-make-train-step", "::mlir::ModuleOp"> {
+  let summary = "Differentiate a forward function into a training step";
+  let description = [{
+    Turns every forward function (`tg.forward`, or the function named by
+    `entry`) into a training step that follows docs/TrainingStep.md:
+
+    1. the loss: the result marked `tg.loss` (or the only result, when it
+       is a scalar), or, with `loss=softmax-cross-entropy` or `loss=mse` (or
+       `auto`, the default, when the function returns no loss: chosen by
+       the label's type), a loss op over the result marked
+       `tg.output = "logits"` (or the only result) and the `tg.label`
+       argument; the logits stay a `tg.output`;
+    2. reverse-mode differentiation from the loss, seeded by
+       `tg.constant dense<1.0>`: ops are visited in reverse program order,
+       each op on a path from a parameter to the loss builds the adjoints of
+       its operands through `DifferentiableOpInterface`, and adjoints of a
+       value used several times are summed;
+    3. an optimizer update per parameter (`sgd` with momentum, Nesterov and
+       weight decay; `adam`; `adamw`), its state (momentum buffers, moments,
+       step counters) added as `tg.state` arguments with zero `tg.init`;
+       parameters matching a `no-decay` glob get no weight decay;
+    4. dead-code elimination and CSE.
+
+    An op on a path from a parameter to the loss that is not differentiable
+    is a located error; a parameter that does not reach the loss is a
+    warning (it is returned unchanged). docs/Autodiff.md explains the
+    algorithm.
+
+    Before:
+
+    ```mlir
+    func.func @f(%x: tensor<8x4xf32> {tg.input = "x"},
+                 %y: tensor<8xi32> {tg.label = "y"},
+                 %w: tensor<4x3xf32> {tg.param = "w"})
+        -> (tensor<8x3xf32> {tg.output = "logits"}) attributes {tg.forward} {
+      %logits = tg.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+      return %logits : tensor<8x3xf32>
+    }
+    ```
+
+    After (`loss=softmax-cross-entropy optimizer=sgd lr=0.1`):
+
+    ```mlir
+    func.func @f(...) -> (tensor<f32> {tg.loss},
+                          tensor<8x3xf32> {tg.output = "logits"},
+                          tensor<4x3xf32> {tg.update = "w"})
+        attributes {tg.train_step} {
+      %logits = tg.matmul %x, %w : ...
+      %loss = tg.softmax_cross_entropy %logits, %y : ...
+      %seed = tg.constant dense<1.0> : tensor<f32>
+      %dlogits = tg.softmax_cross_entropy_grad %seed, %logits, %y : ...
+      %dw = tg.matmul %x, %dlogits transpose_lhs : ...
+      %w1 = tg.sgd_update %w, %dw {lr = 1.0e-01 : f32} : ...
+      return %loss, %logits, %w1 : ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The forward function (default: every function marked "
+           "tg.forward)">,
+    Option<"loss", "loss", "std::string", /*default=*/"\"auto\"",
+           "auto (the function's own loss if it returns one, else "
+           "softmax-cross-entropy for integer labels and mse for float "
+           "ones), none (the function returns its loss), "
+           "softmax-cross-entropy or mse">,
+    Option<"label", "label", "std::string", /*default=*/"\"\"",
+           "The tg.label argument the loss compares with (default: the only "
+           "one)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, adam, adamw, or none (no update: each parameter's gradient "
+           "is returned as tg.output \"grad.<name>\")">,
+    Option<"lr", "lr", "double", /*default=*/"0.0",
+           "Learning rate (default: 0.01 for sgd, 0.001 for adam and adamw)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum, in [0, 1)">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "Nesterov momentum (SGD, needs momentum > 0)">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (default: 0.01 for adamw, 0 otherwise); coupled "
+           "(L2) for sgd and adam, decoupled for adamw">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "Adam's first-moment decay, in [0, 1)">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "Adam's second-moment decay, in [0, 1)">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8",
+           "Adam's epsilon (> 0)">,
+    ListOption<"noDecay", "no-decay", "std::string",
+               "Globs of parameter names without weight decay (biases and "
+               "norm scales: \"*.bias,*norm*\")">,
+  ];
+}
+
 def TGAutoMixedPrecision : Pass<"tg-auto-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Decide per op whether a training step runs in f16/bf16 or f32";
   let description = [{
