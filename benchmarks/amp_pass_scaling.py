@@ -2,7 +2,7 @@
 """Times tg-auto-mixed-precision against parsing + verifying the same file.
 
 For each model (MLP, transformer) and size (10^3 .. 10^6 ops), generates a
-training step with utils/generate-train-step.py, then runs mp-opt on it with
+training step with utils/generate-train-step.py --hand-written, then runs mp-opt on it with
 --mlir-timing, once with the pass and once without, in the same run of this
 script. Reports, per size, the best of --repeat runs of:
 
@@ -69,7 +69,8 @@ def main():
                 path = os.path.join(tmp, f"{model}-{size}.mlir")
                 gen = [sys.executable,
                        os.path.join(ROOT, "utils/generate-train-step.py"),
-                       model, "--min-ops", str(size), "-o", path]
+                       model, "--hand-written", "--min-ops", str(size), "-o",
+                       path]
                 subprocess.run(gen, check=True)
                 with open(path) as f:
                     f.readline()

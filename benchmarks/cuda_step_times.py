@@ -2,7 +2,7 @@
 """GPU training-step benchmark: mp's CUDA backend against PyTorch.
 
 Generates the MLP and the transformer-block steps at realistic sizes with
-utils/generate-train-step.py (MLP: 16384 rows, 1024 -> 4096 -> 4096 ->
+utils/generate-train-step.py --hand-written (MLP: 16384 rows, 1024 -> 4096 -> 4096 ->
 1024; transformer: 8 x 1024 = 8192 tokens, d_model 1024, 16 heads, FFN
 4096, vocabulary 8192, 2 blocks) and, in one run on one GPU, measures for
 each of strict FP32 (no TF32: mp's f32 GEMMs use CUBLAS_COMPUTE_32F),
@@ -61,7 +61,8 @@ MATMUL = re.compile(r"tg\.matmul [^:]*?(transpose_lhs)?\s*(transpose_rhs)?\s*:"
 
 def generate(model, size, path):
     args = [sys.executable, os.path.join(ROOT, "utils",
-                                         "generate-train-step.py"), model]
+                                         "generate-train-step.py"), model,
+            "--hand-written"]
     for k, v in size.items():
         args += ["--" + k.replace("_", "-"), str(v)]
     subprocess.run(args + ["-o", path], check=True)

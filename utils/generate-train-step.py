@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
-"""Emits tg training steps at any size.
+"""Emits tg models at any size: forward functions, or hand-written steps.
 
 Two models, the ones in examples/:
 
-  mlp          an MLP classifier: matmul + bias + relu layers, a linear
-               head, softmax cross-entropy, the full backward pass and an SGD
-               update (plain, or with momentum buffers as state).
+  mlp          an MLP classifier: matmul + bias + relu layers and a linear
+               head giving the logits.
   transformer  transformer encoder blocks: token and position embeddings,
                pre-norm multi-head self-attention built from matmul and
-               softmax, a GELU MLP, residuals, a linear head over the
-               vocabulary, cross-entropy, the full backward pass and Adam.
+               softmax, a GELU MLP, residuals and a linear head over the
+               vocabulary giving the logits.
 
-The output follows the training-step convention of docs/TrainingStep.md and
-names every op with a location (`loc("block0.attn.q")`) so that the layer
-names show through in diagnostics and in the precision report.
+By default the output is the forward function (`tg.forward`, returning the
+logits): `tg-make-train-step` (or mp-runner, which runs it) adds the
+softmax cross-entropy loss, the backward pass and the optimizer; examples/
+holds both forms. With `--hand-written` it is a whole training step as a
+frontend would write it by hand: the loss, the full backward pass and the
+update (SGD, plain or with momentum buffers, for the MLP; AdamW for the
+transformer), which tests compare the derived backward pass with.
+
+The output follows docs/TrainingStep.md and names every op with its layer
+(`loc("block0.attn.q"("transformer.mlir":40:5))`) so that the layer names show
+through in diagnostics, the precision report and policy overrides.
 
 `--min-ops N` repeats layers (blocks) until the step has at least N ops, which
 is how benchmarks/ builds graphs of 10^3 to 10^6 ops. Output is built as a
@@ -71,13 +78,14 @@ class Step:
     def result(self, value, ty, attr):
         self.results.append((value, ty, attr))
 
-    def render(self, name, header, source):
+    def render(self, name, header, source, forward=False):
         out = [f"// {line}" if line else "//" for line in header]
         out.append("module {")
         args = ",\n      ".join(f"%{n}: {t} {a}" for n, t, a in self.args)
         res = ",\n      ".join(f"{t} {a}" for _, t, a in self.results)
         out.append(f"  func.func @{name}(\n      {args})\n      -> ({res})")
-        out.append("      attributes {tg.train_step} {")
+        out.append("      attributes {tg.forward} {" if forward else
+                   "      attributes {tg.train_step} {")
         # Signature lines hold several lines each; count what precedes.
         first = sum(part.count("\n") + 1 for part in out) + 1
         for k, line in enumerate(self.lines):
@@ -183,6 +191,9 @@ def gen_mlp(a):
             s.op(f"%{name}_h", f"tg.relu {z} : {tensor([b, dout])}",
                  f"{name}.relu")
             h = f"%{name}_h"
+    if not a.hand_written:
+        s.result("%logits", tensor([b, a.classes]), '{tg.output = "logits"}')
+        return s
     s.op("%loss", f"tg.softmax_cross_entropy %logits, {y} : "
          f"({tensor([b, a.classes])}, {tensor([b], 'i32')}) -> {tensor([])}",
          "loss")
@@ -359,6 +370,9 @@ def gen_transformer(a):
     s.comment("Forward: head and loss.")
     bsv = tensor([B, S, V])
     linear(x, head_w, D, V, "%logits", "head", head_b)
+    if not a.hand_written:
+        s.result("%logits", tensor([B, S, V]), '{tg.output = "logits"}')
+        return s
     s.op("%loss", f"tg.softmax_cross_entropy %logits, {labels} : "
          f"({bsv}, {ids_t}) -> {tensor([])}", "loss")
 
@@ -465,6 +479,10 @@ def main():
     t.add_argument("--layers", type=int, default=1, help="encoder blocks")
     t.add_argument("--lr", type=float, default=1e-3)
     for p in (m, t):
+        p.add_argument("--hand-written", action="store_true",
+                       help="emit a whole training step with a hand-written "
+                            "loss, backward pass and update instead of the "
+                            "forward function")
         p.add_argument("--min-ops", type=int, default=0,
                        help="add layers until the step has this many ops")
         p.add_argument("-o", "--output", default="-")
@@ -473,7 +491,8 @@ def main():
                             "name of -o, else <model>_step.mlir)")
     a = ap.parse_args()
     for key, value in vars(a).items():
-        if isinstance(value, int) and key not in ("min_ops",) and value < 1:
+        if (isinstance(value, int) and not isinstance(value, bool)
+                and key not in ("min_ops",) and value < 1):
             ap.error(f"--{key.replace('_', '-')} must be at least 1")
 
     gen = gen_mlp if a.model == "mlp" else gen_transformer
@@ -485,12 +504,22 @@ def main():
         a.layers += -(-(a.min_ops - step.ops) // per_layer)
         step = gen(a)
     sizes = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in vars(a).items()
-                      if k not in ("model", "output", "min_ops", "source_name"))
-    header = [f"A {a.model} training step generated by "
-              f"utils/generate-train-step.py.", f"{sizes}; {step.ops} ops.", ""]
+                      if k not in ("model", "output", "min_ops", "source_name",
+                                   "hand_written")
+                      and (a.hand_written or k not in ("lr", "momentum")))
+    what = ("training step with a hand-written backward pass" if
+            a.hand_written else "forward function")
+    article = "An MLP" if a.model == "mlp" else "A transformer"
+    header = [f"{article} {what} generated by utils/generate-train-step.py"
+              f"{' --hand-written' if a.hand_written else ''}.",
+              f"{sizes}; {step.ops} ops.", ""]
+    if not a.hand_written:
+        header[-1:] = ["Train it with mp-runner, or make the training step "
+                       "with mp-opt --tg-make-train-step.", ""]
+    name = f"{a.model}_step" if a.hand_written else a.model
     source = a.source_name or (os.path.basename(a.output)
-                               if a.output != "-" else f"{a.model}_step.mlir")
-    text = step.render(f"{a.model}_step", header, source)
+                               if a.output != "-" else f"{name}.mlir")
+    text = step.render(name, header, source, forward=not a.hand_written)
     if a.output == "-":
         sys.stdout.write(text)
     else:

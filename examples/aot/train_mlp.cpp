@@ -1,16 +1,17 @@
 //===- train_mlp.cpp - train with a step compiled ahead of time -----------===//
 //
-// Links mlp_step.o (from `mp-compile examples/mlp_step.mlir --amp=f16`) and
+// Links mlp.o (from `mp-compile examples/mlp.mlir --optimizer=sgd --lr=0.1
+// --amp=f16`: the forward model differentiated, with AMP) and
 // the mp runtime. The generated header lists every tensor the step takes
-// (mlp_step_tensors: parameters and state, updated in place, the batch, and
+// (mlp_tensors: parameters and state, updated in place, the batch, and
 // destinations for the loss and outputs) and names them in a struct
-// (mlp_step_args, run by mlp_step_run). The data is a toy task (the label is the index of
+// (mlp_args, run by mlp_run). The data is a toy task (the label is the index of
 // the largest of the first `classes` features); the program exits non-zero
 // unless the loss falls.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mlp_step.h"
+#include "mlp.h"
 
 #include <cmath>
 #include <cstdint>
@@ -22,7 +23,7 @@
 namespace {
 
 struct Buffer {
-  const mlp_step_tensor *info;
+  const mlp_tensor *info;
   std::vector<uint64_t> storage;
   int64_t count = 1;
   void *data() { return storage.data(); }
@@ -36,19 +37,19 @@ int main() {
     return 1;
   }
   std::mt19937 rng(7);
-  std::vector<Buffer> buffers(MLP_STEP_NUM_TENSORS);
+  std::vector<Buffer> buffers(MLP_NUM_TENSORS);
   Buffer *x = nullptr, *labels = nullptr, *loss = nullptr;
-  for (int k = 0; k < MLP_STEP_NUM_TENSORS; ++k) {
+  for (int k = 0; k < MLP_NUM_TENSORS; ++k) {
     Buffer &b = buffers[k];
-    b.info = &mlp_step_tensors[k];
+    b.info = &mlp_tensors[k];
     for (int d = 0; d < b.info->rank; ++d)
       b.count *= b.info->shape[d];
     b.storage.assign((b.count * mpElementSize(b.info->elementType) + 7) / 8, 0);
-    if (b.info->role == MLP_STEP_INPUT) x = &b;
-    if (b.info->role == MLP_STEP_LABEL) labels = &b;
-    if (b.info->role == MLP_STEP_LOSS) loss = &b;
+    if (b.info->role == MLP_INPUT) x = &b;
+    if (b.info->role == MLP_LABEL) labels = &b;
+    if (b.info->role == MLP_LOSS) loss = &b;
     bool persistent =
-        b.info->role == MLP_STEP_PARAM || b.info->role == MLP_STEP_STATE;
+        b.info->role == MLP_PARAM || b.info->role == MLP_STATE;
     if (!persistent)
       continue;
     if (b.info->hasInit) { // e.g. the loss scale and its counter
@@ -58,7 +59,7 @@ int main() {
         else if (b.info->elementType == MP_I64)
           static_cast<int64_t *>(b.data())[i] = int64_t(b.info->init);
       }
-    } else if (b.info->role == MLP_STEP_PARAM && b.info->rank == 2) {
+    } else if (b.info->role == MLP_PARAM && b.info->rank == 2) {
       float bound = 1.0f / std::sqrt(float(b.info->shape[0]));
       std::uniform_real_distribution<float> u(-bound, bound);
       for (int64_t i = 0; i < b.count; ++i)
@@ -75,9 +76,9 @@ int main() {
 
   std::normal_distribution<float> normal;
   // The header names every tensor in a struct; point each at its buffer.
-  mlp_step_args args;
-  for (int k = 0; k < MLP_STEP_NUM_TENSORS; ++k)
-    *mlp_step_slot(&args, k) = buffers[k].data();
+  mlp_args args;
+  for (int k = 0; k < MLP_NUM_TENSORS; ++k)
+    *mlp_slot(&args, k) = buffers[k].data();
   double first = 0, last = 0;
   const int steps = 300, window = 30;
   for (int step = 0; step < steps; ++step) {
@@ -92,7 +93,7 @@ int main() {
       }
       ys[r] = best;
     }
-    mlp_step_run(&args);
+    mlp_run(&args);
     if (const char *error = mprtTakeError()) {
       std::fprintf(stderr, "step %d: %s\n", step + 1, error);
       return 1;

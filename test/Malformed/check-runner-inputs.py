@@ -89,14 +89,14 @@ def corpus():
             {"fc1.weight": {"dtype": "F32", "shape": [4],
                             "data_offsets": [-16, 0]}}, b"\0" * 16)),
         "ckpt-missing-tensor.safetensors": ("resume", safetensors(
-            {"__metadata__": {"entry": "mlp_step", "step": "3",
+            {"__metadata__": {"entry": "mlp", "step": "3",
                               "amp": "off"}})),
         "ckpt-wrong-shape.safetensors": ("resume", safetensors(
-            {"__metadata__": {"entry": "mlp_step", "step": "3", "amp": "off"},
+            {"__metadata__": {"entry": "mlp", "step": "3", "amp": "off"},
              "fc1.weight": {"dtype": "F32", "shape": [2, 2],
                             "data_offsets": [0, 16]}}, b"\0" * 16)),
         "ckpt-bad-step.safetensors": ("resume", safetensors(
-            {"__metadata__": {"entry": "mlp_step", "step": "-1",
+            {"__metadata__": {"entry": "mlp", "step": "-1",
                               "amp": "off"}})),
         # Policy files.
         "policy-not-json.json": ("policy", b"{\"overrides\": ["),

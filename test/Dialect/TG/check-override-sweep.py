@@ -144,8 +144,9 @@ def sweep_file(sweep, pool, path):
     return len(jobs), problems
 
 
-def generate(generator, workdir):
-    """Steps of both models at several sizes."""
+def generate(tool, generator, workdir):
+    """Steps of both models at several sizes: derived by tg-make-train-step
+    from the generator's forward functions, and one hand-written."""
     specs = [
         ("mlp", ["--layers", "1", "--batch", "8", "--width", "16"]),
         ("mlp", ["--layers", "3", "--batch", "16", "--inputs", "24",
@@ -156,11 +157,19 @@ def generate(generator, workdir):
     ]
     paths = []
     for k, (model, args) in enumerate(specs):
+        forward = os.path.join(workdir, f"generated{k}-{model}-forward.mlir")
         out = os.path.join(workdir, f"generated{k}-{model}.mlir")
-        subprocess.run([sys.executable, generator, model, *args, "-o", out],
-                       check=True)
+        subprocess.run([sys.executable, generator, model, *args, "-o",
+                        forward], check=True)
+        optimizer = "sgd" if model == "mlp" else "adamw"
+        subprocess.run([tool, forward, "--mlir-print-debuginfo",
+                        f"--tg-make-train-step=optimizer={optimizer}", "-o",
+                        out], check=True)
         paths.append(out)
-    return paths
+    hand = os.path.join(workdir, "generated-hand-written-mlp.mlir")
+    subprocess.run([sys.executable, generator, "mlp", "--layers", "2",
+                    "--hand-written", "-o", hand], check=True)
+    return paths + [hand]
 
 
 def main():
@@ -168,7 +177,7 @@ def main():
                                        sys.argv[4:])
     os.makedirs(workdir, exist_ok=True)
     sweep = Sweep(tool, workdir)
-    paths = files + generate(generator, workdir)
+    paths = files + generate(tool, generator, workdir)
     bad = total = 0
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
         for path in paths:

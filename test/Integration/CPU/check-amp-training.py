@@ -21,8 +21,9 @@ def main():
         summary = os.path.join(tmp, "summary.json")
         cmd = shlex.split(runner) + [
             step, "--compare", "--amp=" + amp, "--steps", steps, "--seed",
-            str(seed), "--summary", summary, "--no-progress", "--eval-samples",
-            "16384"]
+            str(seed), "--summary", summary, "--no-progress"]
+        if "--eval-samples" not in runner:
+            cmd += ["--eval-samples", "16384"]
         out = subprocess.run(cmd, capture_output=True, text=True)
         print(out.stdout)
         if out.returncode != 0:

@@ -79,11 +79,19 @@ private:
   void findActive();
   LogicalResult differentiate();
   LogicalResult accumulate(Value value, Value adjoint, Operation *from);
-  /// Appends the update of parameter argument `k`; returns the new values
-  /// and their names (the parameter, then its optimizer state).
-  void update(unsigned k, Value grad,
+  /// Optimizer state the update of a parameter needs, as new arguments.
+  struct NewState {
+    std::string name;
+    Type type;
+    Attribute init;
+    Location loc;
+  };
+  void stateOf(unsigned k, SmallVectorImpl<NewState> &out);
+  /// Appends the update of parameter argument `k` with its `state`
+  /// arguments; returns the new values and their names (the parameter,
+  /// then its optimizer state).
+  void update(unsigned k, Value grad, ArrayRef<BlockArgument> state,
               SmallVectorImpl<std::pair<Value, std::string>> &results);
-  Value addState(StringRef name, Type type, Attribute init, Location loc);
   LogicalResult finish();
 
   func::FuncOp fn;
@@ -101,8 +109,6 @@ private:
   /// Values the loss depends on.
   DenseSet<Value> useful;
   DenseMap<Value, Value> adjoints;
-  /// Optimizer state added: (argument, its new value, its name).
-  SmallVector<std::tuple<BlockArgument, std::string>> added;
 };
 
 LossKind Differentiator::chooseLoss() {
@@ -388,43 +394,43 @@ LogicalResult Differentiator::differentiate() {
   return success();
 }
 
-Value Differentiator::addState(StringRef name, Type type, Attribute init,
-                               Location loc) {
-  unsigned n = fn.getNumArguments();
-  auto attrs = DictionaryAttr::get(
-      ctx, {NamedAttribute(StringAttr::get(ctx, TGDialect::kStateAttr),
-                           StringAttr::get(ctx, name)),
-            NamedAttribute(StringAttr::get(ctx, TGDialect::kInitAttr), init)});
-  (void)fn.insertArgument(n, type, attrs, loc);
-  BlockArgument arg = fn.getArgument(n);
-  added.push_back({arg, name.str()});
-  return arg;
+void Differentiator::stateOf(unsigned k, SmallVectorImpl<NewState> &out) {
+  auto type = cast<RankedTensorType>(fn.getArgument(k).getType());
+  std::string name = sig.arguments[k].name.str();
+  auto zeros = [&](RankedTensorType t) -> Attribute {
+    if (isa<FloatType>(t.getElementType()))
+      return DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0));
+    return DenseElementsAttr::get(t, b.getIntegerAttr(t.getElementType(), 0));
+  };
+  Location loc = fn.getArgument(k).getLoc();
+  if (config.optimizer == Optimizer::Sgd) {
+    if (config.momentum > 0)
+      out.push_back({name + ".momentum", type, zeros(type), loc});
+    return;
+  }
+  auto counter = RankedTensorType::get({}, IntegerType::get(ctx, 64));
+  out.push_back({name + ".exp_avg", type, zeros(type), loc});
+  out.push_back({name + ".exp_avg_sq", type, zeros(type), loc});
+  out.push_back({name + ".step", counter, zeros(counter), loc});
 }
 
 void Differentiator::update(
-    unsigned k, Value grad,
+    unsigned k, Value grad, ArrayRef<BlockArgument> state,
     SmallVectorImpl<std::pair<Value, std::string>> &results) {
   BlockArgument param = fn.getArgument(k);
   std::string name = sig.arguments[k].name.str();
   auto type = cast<RankedTensorType>(param.getType());
   Type element = type.getElementType();
   Location loc = param.getLoc();
-  auto zeros = [&](RankedTensorType t) -> Attribute {
-    if (isa<FloatType>(t.getElementType()))
-      return DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0));
-    return DenseElementsAttr::get(t, b.getIntegerAttr(t.getElementType(), 0));
-  };
   double decay = config.weightDecay;
   for (const llvm::GlobPattern &glob : config.noDecay)
     if (glob.match(name))
       decay = 0;
   auto f32 = [&](double v) { return b.getF32FloatAttr(float(v)); };
+  b.setInsertionPoint(fn.front().getTerminator());
 
   if (config.optimizer == Optimizer::Sgd) {
-    Value buffer;
-    if (config.momentum > 0)
-      buffer = addState(name + ".momentum", type, zeros(type), loc);
-    b.setInsertionPoint(fn.front().getTerminator());
+    Value buffer = state.empty() ? Value() : Value(state.front());
     auto op = SgdUpdateOp::create(
         b, named(ctx, name + ".sgd", loc), type, buffer ? type : Type(), param,
         grad, buffer, Value(), f32(config.lr), f32(config.momentum),
@@ -434,11 +440,6 @@ void Differentiator::update(
       results.push_back({op.getNewMomentumBuffer(), name + ".momentum"});
     return;
   }
-  auto counter = RankedTensorType::get({}, IntegerType::get(ctx, 64));
-  Value m = addState(name + ".exp_avg", type, zeros(type), loc);
-  Value v = addState(name + ".exp_avg_sq", type, zeros(type), loc);
-  Value t = addState(name + ".step", counter, zeros(counter), loc);
-  b.setInsertionPoint(fn.front().getTerminator());
   // tg.adam_update decays decoupled (AdamW); Adam's weight decay is L2,
   // added to the gradient as torch.optim.Adam does.
   double decoupled = decay;
@@ -452,10 +453,12 @@ void Differentiator::update(
     grad = AddOp::create(b, decayLoc, type, grad, term, nullptr);
     decoupled = 0;
   }
+  auto counter = RankedTensorType::get({}, IntegerType::get(ctx, 64));
   auto op = AdamUpdateOp::create(
       b, named(ctx, name + ".adam", loc), type, type, type, counter, param,
-      grad, m, v, t, Value(), f32(config.lr), f32(config.beta1),
-      f32(config.beta2), f32(config.epsilon), f32(decoupled), nullptr);
+      grad, state[0], state[1], state[2], Value(), f32(config.lr),
+      f32(config.beta1), f32(config.beta2), f32(config.epsilon),
+      f32(decoupled), nullptr);
   results.push_back({op.getNewParam(), name});
   results.push_back({op.getNewFirstMoment(), name + ".exp_avg"});
   results.push_back({op.getNewSecondMoment(), name + ".exp_avg_sq"});
@@ -468,6 +471,35 @@ LogicalResult Differentiator::finish() {
   // Updates: the parameters and their optimizer state, after the forward's
   // own results (loss, outputs, state updates).
   SmallVector<std::pair<Value, std::string>> updates, gradients;
+  // The optimizer state of every parameter, added in one go (adding
+  // arguments one at a time rebuilds the signature each time).
+  SmallVector<NewState> states;
+  DenseMap<unsigned, std::pair<unsigned, unsigned>> stateRange;
+  if (config.optimizer != Optimizer::None)
+    for (auto [k, a] : llvm::enumerate(sig.arguments))
+      if (a.role == ArgRole::Param && adjoints.count(fn.getArgument(k))) {
+        unsigned first = states.size();
+        stateOf(k, states);
+        stateRange[k] = {first, unsigned(states.size()) - first};
+      }
+  unsigned firstState = fn.getNumArguments();
+  if (!states.empty()) {
+    SmallVector<unsigned> indices(states.size(), firstState);
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+    SmallVector<Location> locs;
+    for (const NewState &st : states) {
+      types.push_back(st.type);
+      attrs.push_back(DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, TGDialect::kStateAttr),
+                               StringAttr::get(ctx, st.name)),
+                NamedAttribute(StringAttr::get(ctx, TGDialect::kInitAttr),
+                               st.init)}));
+      locs.push_back(st.loc);
+    }
+    if (failed(fn.insertArguments(indices, types, attrs, locs)))
+      return failure();
+  }
   for (auto [k, a] : llvm::enumerate(sig.arguments)) {
     if (a.role != ArgRole::Param)
       continue;
@@ -485,7 +517,11 @@ LogicalResult Differentiator::finish() {
       updates.push_back({fn.getArgument(k), a.name.str()});
       continue;
     }
-    update(k, grad, updates);
+    auto [first, count] = stateRange.lookup(k);
+    SmallVector<BlockArgument> state;
+    for (unsigned i = 0; i < count; ++i)
+      state.push_back(fn.getArgument(firstState + first + i));
+    update(k, grad, state, updates);
   }
   // State the forward function reads but does not update stays as it is.
   for (auto [k, a] : llvm::enumerate(sig.arguments))
