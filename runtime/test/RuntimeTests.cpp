@@ -248,6 +248,48 @@ struct ReferenceScaler {
   }
 };
 
+/// f64 -> f16/bf16 through mpConvert rounds once, to nearest even: checked
+/// against the nearest of the neighbouring codes, on values built to catch
+/// double rounding (just above a tie in f16 or bf16 that f32 would round to
+/// the tie) and on random values.
+void testF64Rounding(const Format &f, mpElementType type,
+                     std::mt19937_64 &rng) {
+  auto nearest = [&](double d) {
+    uint16_t h0 = f.encode(static_cast<float>(d));
+    uint16_t best = h0;
+    double bestErr = std::fabs(double(f.decode(h0)) - d);
+    for (int delta : {-1, 1}) {
+      uint16_t h = static_cast<uint16_t>(h0 + delta);
+      if ((h & 0x8000u) != (h0 & 0x8000u) || std::isinf(f.decode(h)) ||
+          std::isnan(f.decode(h)))
+        continue;
+      double err = std::fabs(double(f.decode(h)) - d);
+      if (err < bestErr || (err == bestErr && !(h & 1u))) {
+        best = h;
+        bestErr = err;
+      }
+    }
+    return best;
+  };
+  std::vector<double> values;
+  double tie = std::ldexp(1.0, -(f.mantBits + 1));
+  for (double base : {1.0, 1.5, 3.0, -1.0, 0.75})
+    for (double nudge : {0.0, std::ldexp(1.0, -30), -std::ldexp(1.0, -30)})
+      values.push_back(base * (1 + tie) + nudge);
+  std::uniform_real_distribution<double> uni(-8.0, 8.0);
+  for (int i = 0; i < 100000; ++i)
+    values.push_back(std::ldexp(uni(rng), int(rng() % 16) - 8));
+  std::vector<uint16_t> out(values.size());
+  bool ok = mpConvert(values.data(), MP_F64, out.data(), type,
+                      int64_t(values.size())) == MP_OK;
+  int64_t wrong = 0;
+  for (size_t i = 0; ok && i < values.size(); ++i)
+    wrong += out[i] != nearest(values[i]);
+  check(ok && wrong == 0, std::string("f64 -> ") + f.name +
+                              " rounds once to nearest even (" +
+                              std::to_string(wrong) + " wrong)");
+}
+
 void testLossScaling(std::mt19937_64 &rng) {
   std::uniform_real_distribution<float> uni(-4.0f, 4.0f);
   // Unscaling: values and the non-finite check.
@@ -743,6 +785,7 @@ void testElementwise(std::mt19937_64 &rng) {
       {"rsqrt", MP_RSQRT, 0.01, 100,
        [](double x) { return 1 / std::sqrt(x); }, zero},
       {"square", MP_SQUARE, -4, 4, [](double x) { return x * x; }, zero},
+      {"erf", MP_ERF, -3, 3, [](double x) { return std::erf(x); }, zero},
   };
   const int n = 4096;
   for (const Unary &op : unaries) {
@@ -1269,22 +1312,25 @@ void testNormAndMovement(std::mt19937_64 &rng) {
               "f32 accumulation and one f16 rounding");
   }
 
-  // gather: exact rows, ids clamped; gather_grad is its adjoint:
+  // gather: exact rows, negative ids counted from the end, ids outside
+  // [-rows, rows) clamped; gather_grad is its adjoint:
   // <gather(T), G> == <T, gather_grad(G)> for every T and G.
   {
     F64 table({7, 3}, rng), gr({2, 4, 3}, rng);
-    std::vector<int64_t> ids = {0, 6, 3, 3, -2, 9, 1, 3};
+    std::vector<int64_t> ids = {0, 6, 3, 3, -2, 9, 1, -9};
     std::vector<double> out(24), dt(21);
     mpTensor T = table.t(), I = tensorOfShape(ids.data(), MP_I64, {2, 4}),
              O = tensorOfShape(out.data(), MP_F64, {2, 4, 3}),
              GR = gr.t(), DT = tensorOfShape(dt.data(), MP_F64, {7, 3});
     bool ok = mpGather(&T, &I, &O) == MP_OK;
     for (int i = 0; i < 8; ++i) {
-      int64_t id = std::min<int64_t>(std::max<int64_t>(ids[i], 0), 6);
+      int64_t id = ids[i] < -7 ? 0 : ids[i] < 0 ? ids[i] + 7
+                                                : std::min<int64_t>(ids[i], 6);
       for (int k = 0; k < 3; ++k)
         ok &= out[i * 3 + k] == table.v[id * 3 + k];
     }
-    check(ok, "gather copies row ids[i] exactly (out-of-range ids clamped)");
+    check(ok, "gather copies row ids[i] exactly (negative ids from the end, "
+              "out-of-range ids clamped)");
     // With only in-range ids, gather_grad is the adjoint of gather.
     std::vector<int64_t> inRange = {0, 6, 3, 3, 2, 5, 1, 3};
     mpTensor I2 = tensorOfShape(inRange.data(), MP_I64, {2, 4});
@@ -1302,6 +1348,10 @@ void testNormAndMovement(std::mt19937_64 &rng) {
     for (int k = 0; k < 3; ++k)
       row4 += std::fabs(dt[4 * 3 + k]);
     check(row4 == 0, "gather_grad drops out-of-range ids");
+    bool row5 = true; // only ids[4] = -2 selects row 5
+    for (int k = 0; k < 3; ++k)
+      row5 &= dt[5 * 3 + k] == gr.v[4 * 3 + k];
+    check(row5, "gather_grad counts negative ids from the end");
   }
 
   // transpose, broadcast_to, concat, slice against direct index formulas.
@@ -1399,6 +1449,8 @@ int main(int argc, char **argv) {
   if (suite == "convert") {
     testFormat({"f16", 5, 10, mpF32ToF16, mpF16ToF32}, rng);
     testFormat({"bf16", 8, 7, mpF32ToBF16, mpBF16ToF32}, rng);
+    testF64Rounding({"f16", 5, 10, mpF32ToF16, mpF16ToF32}, MP_F16, rng);
+    testF64Rounding({"bf16", 8, 7, mpF32ToBF16, mpBF16ToF32}, MP_BF16, rng);
   } else if (suite == "loss-scaling") {
     testLossScaling(rng);
   } else if (suite == "optimizers") {

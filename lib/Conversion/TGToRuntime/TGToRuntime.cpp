@@ -467,6 +467,7 @@ mpUnaryKind kindOf(LogOp) { return MP_LOG; }
 mpUnaryKind kindOf(SqrtOp) { return MP_SQRT; }
 mpUnaryKind kindOf(RsqrtOp) { return MP_RSQRT; }
 mpUnaryKind kindOf(SquareOp) { return MP_SQUARE; }
+mpUnaryKind kindOf(ErfOp) { return MP_ERF; }
 mpUnaryKind kindOf(GeluOp op) {
   return op.getTanhApprox() ? MP_GELU_TANH : MP_GELU;
 }
@@ -581,7 +582,7 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             return success();
           })
           .Case<NegOp, ReluOp, TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp,
-                RsqrtOp, SquareOp, GeluOp>([&](auto o) {
+                RsqrtOp, SquareOp, ErfOp, GeluOp>([&](auto o) {
             unary(kindOf(o), o.getInput(), computeOf(o));
             return success();
           })

@@ -14,6 +14,7 @@
 
 #include "../Checks.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace mp::rt {
@@ -35,16 +36,33 @@ inline double load(const void *data, mpElementType type, int64_t i) {
 }
 
 /// Stores `value` (already rounded to f32 unless the storage is f64).
+/// `value` rounded to f32 by round-to-odd (towards zero, then the last bit
+/// set if anything was dropped). Rounding that to f16 or bf16 to nearest
+/// gives the correctly rounded f64 -> f16/bf16 conversion, which a plain
+/// f64 -> f32 -> f16 chain does not (it can round twice).
+inline float roundToOddF32(double value) {
+  float f = static_cast<float>(value);
+  if (static_cast<double>(f) == value || f != f)
+    return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value))
+    f = std::nextafter(f, 0.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  bits |= 1u;
+  std::memcpy(&f, &bits, sizeof(bits));
+  return f;
+}
+
 inline void store(void *data, mpElementType type, int64_t i, double value) {
   switch (type) {
   case MP_F32:
     static_cast<float *>(data)[i] = static_cast<float>(value);
     break;
   case MP_F16:
-    static_cast<uint16_t *>(data)[i] = mpF32ToF16(static_cast<float>(value));
+    static_cast<uint16_t *>(data)[i] = mpF32ToF16(roundToOddF32(value));
     break;
   case MP_BF16:
-    static_cast<uint16_t *>(data)[i] = mpF32ToBF16(static_cast<float>(value));
+    static_cast<uint16_t *>(data)[i] = mpF32ToBF16(roundToOddF32(value));
     break;
   case MP_F64:
     static_cast<double *>(data)[i] = value;

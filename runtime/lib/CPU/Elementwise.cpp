@@ -57,6 +57,8 @@ T unary(mpUnaryKind kind, T x) {
     return T(1) / std::sqrt(x);
   case MP_SQUARE:
     return x * x;
+  case MP_ERF:
+    return std::erf(x);
   }
   return x;
 }
@@ -122,7 +124,7 @@ void map1(const mpTensor *in, mpTensor *out, mpElementType compute, F f) {
 extern "C" mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in,
                             mpTensor *out, mpElementType compute) {
   if (!valid(in) || !valid(out) || !sameShape(in, out) ||
-      !isFloatType(compute) || kind < MP_NEG || kind > MP_SQUARE)
+      !isFloatType(compute) || kind < MP_NEG || kind > MP_ERF)
     return MP_ERROR_INVALID_ARGUMENT;
   if (compute == MP_F64)
     map1<double>(in, out, compute, [&](double x) { return unary(kind, x); });

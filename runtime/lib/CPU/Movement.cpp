@@ -58,7 +58,7 @@ extern "C" mpStatus mpGather(const mpTensor *table, const mpTensor *ids,
   size_t bytes = row * mpElementSize(table->elementType);
   for (int64_t i = 0, n = mpNumElements(ids); i < n; ++i) {
     int64_t id = idAt(ids, i);
-    id = id < 0 ? 0 : id >= rows ? rows - 1 : id;
+    id = id < -rows ? 0 : id < 0 ? id + rows : id >= rows ? rows - 1 : id;
     std::memcpy(static_cast<char *>(out->data) + i * bytes,
                 static_cast<const char *>(table->data) + id * bytes, bytes);
   }
@@ -80,6 +80,8 @@ extern "C" mpStatus mpGatherGrad(const mpTensor *grad, const mpTensor *ids,
     std::vector<T> acc(mpNumElements(table), T(0));
     for (int64_t i = 0, n = mpNumElements(ids); i < n; ++i) {
       int64_t id = idAt(ids, i);
+      if (id < 0)
+        id += rows;
       if (id < 0 || id >= rows)
         continue;
       for (int64_t k = 0; k < row; ++k)

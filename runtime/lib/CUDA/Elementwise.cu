@@ -38,6 +38,7 @@ template <typename C> __device__ C unaryOp(int kind, C x) {
   case MP_SQRT: return sqrt(x);
   case MP_RSQRT: return C(1) / sqrt(x);
   case MP_SQUARE: return x * x;
+  case MP_ERF: return erf(x);
   }
   return x;
 }
@@ -294,7 +295,7 @@ mpStatus mp::cuda::mpUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
   if (!c)
     return MP_ERROR_BACKEND;
   if (!validFloat(in) || !validFloat(out) || !sameShape(in, out) ||
-      !isFloatType(compute) || !validKind(kind, MP_SQUARE))
+      !isFloatType(compute) || !validKind(kind, MP_ERF))
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t n = mpNumElements(in);
   if (!n)

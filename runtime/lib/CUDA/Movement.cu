@@ -120,12 +120,13 @@ __global__ void gatherKernel(const W *table, int64_t rows, int64_t width,
     int64_t r = i / width;
     int64_t id = idType == MP_I32 ? static_cast<const int32_t *>(ids)[r]
                                   : static_cast<const int64_t *>(ids)[r];
-    id = id < 0 ? 0 : (id >= rows ? rows - 1 : id);
+    id = id < -rows ? 0 : id < 0 ? id + rows : (id >= rows ? rows - 1 : id);
     out[i] = table[id * width + i % width];
   }
 }
 
-/// Sort keys: the id, or `rows` (sorted last, dropped) when out of range.
+/// Sort keys: the id (a negative one counts from the end), or `rows` (sorted
+/// last, dropped) when out of range.
 __global__ void gatherKeysKernel(const void *ids, int idType, int64_t n,
                                  int64_t rows, uint32_t *keys,
                                  uint32_t *positions) {
@@ -133,6 +134,8 @@ __global__ void gatherKeysKernel(const void *ids, int idType, int64_t n,
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t id = idType == MP_I32 ? static_cast<const int32_t *>(ids)[i]
                                   : static_cast<const int64_t *>(ids)[i];
+    if (id < 0)
+      id += rows;
     keys[i] = uint32_t(id < 0 || id >= rows ? rows : id);
     positions[i] = uint32_t(i);
   }

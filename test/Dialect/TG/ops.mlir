@@ -68,7 +68,9 @@ func.func @unary(%x: tensor<2x3xbf16>) -> tensor<2x3xbf16> {
   %9 = tg.rsqrt %8 : (tensor<2x3xbf16>) -> tensor<2x3xbf16>
   // CHECK: tg.square
   %10 = tg.square %9 : tensor<2x3xbf16>
-  return %10 : tensor<2x3xbf16>
+  // CHECK: tg.erf
+  %11 = tg.erf %10 : tensor<2x3xbf16>
+  return %11 : tensor<2x3xbf16>
 }
 
 // -----

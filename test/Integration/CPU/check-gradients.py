@@ -108,7 +108,7 @@ def binary_cases(rng):
 
 def unary_cases(rng):
     out = []
-    same = ["neg", "relu", "tanh", "sigmoid", "square", "sqrt", "gelu"]
+    same = ["neg", "relu", "tanh", "sigmoid", "square", "sqrt", "gelu", "erf"]
     typed = ["exp", "log", "rsqrt"]
     for op in same + typed + ["gelu tanh_approx"]:
         shape = dims(rng, rng.randint(1, 3), 2, 6)

@@ -367,6 +367,20 @@ LogicalResult SquareOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
                       });
 }
 
+LogicalResult ErfOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &out) {
+  // d erf(x) = 2/sqrt(pi) exp(-x^2) dy.
+  return unaryAdjoint(
+      *this, b, dys, wanted, out, [&](OpBuilder &b, Location loc, Value dy) {
+        Value x = castTo(b, loc, getInput(), dy.getType());
+        Value minusSquare = scaleBy(b, loc, binary<MulOp>(b, loc, x, x), -1.0);
+        Value e = ExpOp::create(b, loc, dy.getType(), minusSquare);
+        return scaleBy(b, loc, binary<MulOp>(b, loc, dy, e),
+                       1.1283791670955126); // 2 / sqrt(pi)
+      });
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax, normalisation, reductions
 //===----------------------------------------------------------------------===//

@@ -127,7 +127,8 @@ typedef enum mpUnaryKind {
   MP_LOG = 7,
   MP_SQRT = 8,
   MP_RSQRT = 9,
-  MP_SQUARE = 10
+  MP_SQUARE = 10,
+  MP_ERF = 11
 } mpUnaryKind;
 
 typedef enum mpBinaryKind {

@@ -354,6 +354,7 @@ def TG_LogOp : TG_DenyUnaryOp<"log", "log(x)">;
 def TG_SqrtOp : TG_UnaryOp<"sqrt", "Infer", "sqrt(x)">;
 def TG_RsqrtOp : TG_DenyUnaryOp<"rsqrt", "1 / sqrt(x)">;
 def TG_SquareOp : TG_UnaryOp<"square", "Infer", "x * x">;
+def TG_ErfOp : TG_UnaryOp<"erf", "Infer", "erf(x)">;
 
 def TG_GeluOp : TG_ComputeOp<"gelu", "Infer", [SameOperandsAndResultType,
                                                TG_Differentiable]> {
@@ -558,7 +559,9 @@ def TG_GatherOp : TG_MovementOp<"gather", [
   let description = [{
     With `table : [V, D...]` and integer `ids` of any shape `[I...]`, the
     result is `[I..., D...]` and holds row `ids[i]` of the table at `i`.
-    An id outside `[0, V)` is undefined behaviour; the runtimes clamp it.
+    An id in `[-V, 0)` counts from the end (`id + V`), as in ONNX and
+    NumPy; an id outside `[-V, V)` is undefined behaviour (the runtimes
+    clamp it in the forward pass and drop its gradient).
 
     ```mlir
     %e = tg.gather %table[%ids]
