@@ -24,7 +24,13 @@ config.substitutions.append(("%cmake", config.cmake_command))
 config.substitutions.append(("%mlir_dir", config.mlir_dir))
 config.substitutions.append(("%cxx", config.cxx_compiler))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                    # pip, for the virtual environments
+                                    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+                                    "http_proxy", "https_proxy", "no_proxy",
+                                    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL",
+                                    "PIP_CERT", "PIP_FIND_LINKS",
+                                    "PIP_DEFAULT_TIMEOUT"])
 llvm_config.use_default_substitutions()
 
 # `not`, `count` and FileCheck come from the LLVM tools directory.
@@ -38,7 +44,7 @@ config.substitutions.append(("%cuda_runner", runner + " --backend=cuda"))
 
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-runner", "mp-compile",
-         "mp-grad-check",
+         "mp-grad-check", "mp-import-onnx", "mp-onnx-test",
          "mp-cuda-kernel-tests"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
@@ -63,3 +69,56 @@ if config.mp_has_cuda:
         config.available_features.add("cuda-device")
     else:
         lit_config.note("no CUDA device: the CUDA tests are reported UNSUPPORTED")
+
+# The ONNX importer (mp-import-onnx, mp-onnx-test): built (onnx-importer);
+# ONNX's own backend tests from libonnx-testdata (onnx-testdata); a Python
+# with the onnx package, to build test models with onnx.helper
+# (onnx-python, as %onnx_python).
+if config.mp_has_onnx:
+    config.available_features.add("onnx-importer")
+    testdata = "/usr/include/onnx/backend/test/data"
+    if os.path.isdir(os.path.join(testdata, "node")):
+        config.available_features.add("onnx-testdata")
+        config.substitutions.append(("%onnx_testdata", testdata))
+    else:
+        lit_config.note("libonnx-testdata is not installed: the ONNX "
+                        "conformance test is reported UNSUPPORTED")
+    import shutil
+    import subprocess
+    onnx_python = None
+    for candidate in [config.python_executable, "/usr/bin/python3",
+                      shutil.which("python3")]:
+        if not candidate or not os.path.exists(candidate):
+            continue
+        try:
+            probe = subprocess.run([candidate, "-c", "import onnx, numpy"],
+                                   capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if probe.returncode == 0:
+            onnx_python = candidate
+            break
+    if onnx_python:
+        config.available_features.add("onnx-python")
+        config.substitutions.append(("%onnx_python", onnx_python))
+    else:
+        lit_config.note("no Python with the onnx package (python3-onnx): "
+                        "the tests that build ONNX models are UNSUPPORTED")
+    # onnxruntime, for comparisons: in a virtual environment the tests make
+    # (ort-compare.py) from PyPI, or already made by an earlier run.
+    ort_venv = os.path.join(config.mp_obj_root, "test", "ort-venv")
+    config.substitutions.append(("%ort_venv", ort_venv))
+    ort_python = os.path.join(ort_venv, "bin", "python")
+    have_ort = os.path.exists(ort_python) and subprocess.run(
+        [ort_python, "-c", "import onnxruntime"],
+        capture_output=True).returncode == 0
+    if not have_ort and onnx_python:
+        import socket
+        try:
+            socket.create_connection(("pypi.org", 443), timeout=5).close()
+            have_ort = True
+        except OSError:
+            lit_config.note("PyPI cannot be reached: the onnxruntime "
+                            "comparisons are reported UNSUPPORTED")
+    if have_ort and onnx_python:
+        config.available_features.add("onnxruntime")

@@ -10,6 +10,7 @@
 
 #include "CompiledStep.h"
 #include "Differentiation.h"
+#include "ImportFlags.h"
 #include "Loading.h"
 
 #include "mp/Support/FileOutput.h"
@@ -28,7 +29,7 @@ int mp::compileMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   reportFileSizeLimitAsError();
   cl::OptionCategory category("mp-compile options");
-  cl::opt<std::string> input(cl::Positional, cl::desc("<step.mlir>"),
+  cl::opt<std::string> input(cl::Positional, cl::desc("<step.mlir | forward.mlir | model.onnx>"),
                              cl::Required, cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Object file to write"),
                               cl::Required, cl::cat(category));
@@ -42,6 +43,7 @@ int mp::compileMain(int argc, char **argv) {
   cl::opt<std::string> entry("entry", cl::desc("The step function"),
                              cl::init(""), cl::cat(category));
   DifferentiationFlags differentiation(category);
+  ImportFlags importing(category);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-compile: compile a tg training step to an "
@@ -51,7 +53,8 @@ int mp::compileMain(int argc, char **argv) {
     return 1;
   }
   Session session;
-  OwningOpRef<ModuleOp> module = loadModule(session, input);
+  OwningOpRef<ModuleOp> module =
+      loadModel(session, input, importing, differentiation.loss);
   if (!module)
     return 1;
   if (failed(makeTrainStep(*module, entry, differentiation.options())))

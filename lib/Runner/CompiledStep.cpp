@@ -133,7 +133,7 @@ static FailureOr<StepSignature> readSignature(func::FuncOp fn) {
                             << "' has an element type the runtime cannot hold";
     describe(fn.getArgumentTypes()[k], arg, a.name);
     arg.role = a.role;
-    arg.init = fn.getArgAttrOfType<DenseElementsAttr>(k, tg::TGDialect::kInitAttr);
+    arg.init = fn.getArgAttrOfType<ElementsAttr>(k, tg::TGDialect::kInitAttr);
     out.arguments.push_back(std::move(arg));
   }
   for (auto [k, r] : llvm::enumerate(sig->results)) {
@@ -220,6 +220,64 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     sig->forwardEntry = forward->first;
     sig->forwardResult = forward->second;
   }
+  PassManager pm(module.getContext());
+  buildTGLowerToLLVMPipeline(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  return sig;
+}
+
+FailureOr<StepSignature> runner::lowerFunction(ModuleOp module,
+                                              llvm::StringRef name) {
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
+  if (!fn)
+    return module.emitError() << "no function named '" << name << "'";
+  StepSignature sig;
+  sig.entry = name.str();
+  auto describe = [&](Type t, StepTensor &into,
+                      const std::string &tensorName) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    std::optional<mpElementType> type =
+        tensor ? toElementType(tensor.getElementType()) : std::nullopt;
+    if (!type)
+      return fn.emitError() << "'" << tensorName << "' has type " << t
+                            << ", which the runtime cannot hold";
+    into.name = tensorName;
+    into.type = *type;
+    into.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    return success();
+  };
+  for (unsigned k = 0, e = fn.getNumArguments(); k < e; ++k) {
+    StepArgument arg;
+    arg.role = tg::ArgRole::Input;
+    std::string argName = "arg" + std::to_string(k);
+    for (tg::ArgRole role : {tg::ArgRole::Param, tg::ArgRole::State,
+                             tg::ArgRole::Input, tg::ArgRole::Label})
+      if (auto attr = fn.getArgAttrOfType<StringAttr>(
+              k, tg::stringifyArgRole(role))) {
+        arg.role = role;
+        argName = attr.getValue().str();
+      }
+    if (failed(describe(fn.getArgumentTypes()[k], arg, argName)))
+      return failure();
+    arg.init = fn.getArgAttrOfType<ElementsAttr>(k, tg::TGDialect::kInitAttr);
+    sig.arguments.push_back(std::move(arg));
+  }
+  for (unsigned r = 0, e = fn.getNumResults(); r < e; ++r) {
+    StepResult res;
+    res.kind = tg::StepResult::Kind::Output;
+    std::string resultName = "result" + std::to_string(r);
+    if (auto attr = fn.getResultAttrOfType<StringAttr>(
+            r, tg::TGDialect::kOutputAttr))
+      resultName = attr.getValue().str();
+    if (failed(describe(fn.getResultTypes()[r], res, resultName)))
+      return failure();
+    sig.destinations.push_back(r);
+    sig.results.push_back(std::move(res));
+  }
+  // Lowered as a plain function: the roles are read, and a forward
+  // function's rules (a role for every argument) end here.
+  fn->removeAttr(tg::TGDialect::kForwardAttr);
   PassManager pm(module.getContext());
   buildTGLowerToLLVMPipeline(pm);
   if (failed(pm.run(module)))
@@ -423,7 +481,7 @@ llvm::Error runner::emitHeader(const StepSignature &sig, llvm::StringRef path,
   struct Slot {
     const StepTensor *tensor;
     std::string role, field;
-    mlir::DenseElementsAttr init;
+    mlir::ElementsAttr init;
   };
   std::vector<Slot> slots;
   llvm::StringSet<> taken;
@@ -440,7 +498,9 @@ llvm::Error runner::emitHeader(const StepSignature &sig, llvm::StringRef path,
     if (slot.init && !slot.init.isSplat())
       return createStringError(std::errc::not_supported,
                                "tg.init of '%s' is not a splat; the header "
-                               "only carries splat initial values",
+                               "only carries splat initial values (keep "
+                               "weights in a safetensors file: "
+                               "mp-import-onnx --weights-file)",
                                slot.tensor->name.c_str());
 
   return writeFileAtomically(path, [&](llvm::raw_ostream &os) -> llvm::Error {

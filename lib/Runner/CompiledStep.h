@@ -46,8 +46,8 @@ struct StepTensor {
 
 struct StepArgument : StepTensor {
   tg::ArgRole role;
-  /// `tg.init`, if given.
-  mlir::DenseElementsAttr init;
+  /// `tg.init`, if given: a dense elements attribute or a dense resource.
+  mlir::ElementsAttr init;
 };
 
 struct StepResult : StepTensor {
@@ -99,6 +99,13 @@ mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,
 mlir::FailureOr<StepSignature> lowerStep(mlir::ModuleOp module,
                                          llvm::StringRef entry,
                                          const AmpConfig &amp);
+
+/// Lowers the function `name` of `module` as it is (no mixed precision, no
+/// training step): every argument is an input (its role taken from its
+/// tg.param / tg.input / tg.label name), every result an output with a
+/// destination. For running imported forward functions.
+mlir::FailureOr<StepSignature> lowerFunction(mlir::ModuleOp module,
+                                             llvm::StringRef name);
 
 /// A JIT-compiled step.
 class CompiledStep {

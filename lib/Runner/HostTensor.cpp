@@ -5,6 +5,8 @@
 #include "mp/Support/FileOutput.h"
 #include "mp/Support/Json.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -90,6 +92,44 @@ std::optional<uint64_t> runner::checkedByteSize(mpElementType type,
     if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes))
       return std::nullopt;
   return bytes;
+}
+
+llvm::Error runner::assignElements(HostTensor &t, mlir::ElementsAttr init,
+                                   llvm::StringRef name) {
+  if (auto resource = llvm::dyn_cast<mlir::DenseResourceElementsAttr>(init)) {
+    mlir::AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return createStringError(std::errc::invalid_argument,
+                               "the tg.init of '%s' names resource '%s', "
+                               "which the file does not define",
+                               name.str().c_str(),
+                               resource.getRawHandle().getKey().str().c_str());
+    llvm::ArrayRef<char> data = blob->getData();
+    if (data.size() != t.byteSize())
+      return createStringError(std::errc::invalid_argument,
+                               "the tg.init of '%s' holds %zu bytes, %s needs "
+                               "%zu",
+                               name.str().c_str(), data.size(),
+                               t.describe().c_str(), t.byteSize());
+    std::memcpy(t.data(), data.data(), data.size());
+    return llvm::Error::success();
+  }
+  auto dense = llvm::cast<mlir::DenseElementsAttr>(init);
+  bool isFloat = llvm::isa<mlir::FloatType>(dense.getElementType());
+  int64_t i = 0;
+  if (dense.isSplat()) {
+    double v = isFloat ? dense.getSplatValue<llvm::APFloat>().convertToDouble()
+                       : double(dense.getSplatValue<llvm::APInt>().getSExtValue());
+    for (; i < t.numElements(); ++i)
+      isFloat ? t.setFloat(i, v) : t.setInt(i, int64_t(v));
+  } else if (isFloat) {
+    for (const llvm::APFloat &v : dense.getValues<llvm::APFloat>())
+      t.setFloat(i++, v.convertToDouble());
+  } else {
+    for (const llvm::APInt &v : dense.getValues<llvm::APInt>())
+      t.setInt(i++, v.getSExtValue());
+  }
+  return llvm::Error::success();
 }
 
 std::optional<mpElementType> runner::toElementType(mlir::Type type) {

@@ -15,6 +15,7 @@
 
 #include "mp/Runtime/MPRuntime.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -62,6 +63,11 @@ std::optional<uint64_t> checkedByteSize(mpElementType type,
 /// The runtime element type of an MLIR element type, if it has one.
 std::optional<mpElementType> toElementType(mlir::Type type);
 const char *elementTypeName(mpElementType type);
+
+/// Sets `tensor` (of the attribute's type) to the value of `init`, a
+/// tg.init attribute: a dense elements attribute or a dense resource blob.
+llvm::Error assignElements(HostTensor &tensor, mlir::ElementsAttr init,
+                           llvm::StringRef name);
 
 /// Reads a .npy file (little-endian, C order; f2/f4/f8, i4/i8, b1).
 llvm::Expected<HostTensor> readNpy(llvm::StringRef path);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Loading.h"
+#include "ImportFlags.h"
 
 #include "mp/InitAll.h"
 #include "mp/Tools/InputGuard.h"
@@ -28,6 +29,9 @@ Session::Session() {
   mp::registerAllDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics point at the op's location; a dump of the op (a whole
+  // function, for a function's error) would bury them.
+  context.printOpOnDiagnostic(false);
   handler = std::make_unique<SourceMgrDiagnosticHandler>(sourceMgr, &context);
 }
 
@@ -75,4 +79,33 @@ OwningOpRef<ModuleOp> mp::runner::loadModule(Session &session,
   if (!module || failed(verify(*module)))
     return nullptr;
   return module;
+}
+
+OwningOpRef<ModuleOp> mp::runner::loadModel(Session &session,
+                                            llvm::StringRef path,
+                                            const ImportFlags &flags,
+                                            llvm::StringRef loss) {
+  if (!isOnnxFile(path)) {
+    if (!flags.inputShape.empty() || !flags.freeze.empty() ||
+        flags.batchSize.getNumOccurrences()) {
+      llvm::errs() << "error: --input-shape, --batch-size and --freeze are "
+                      "for ONNX models; '"
+                   << path << "' is MLIR\n";
+      return nullptr;
+    }
+    return loadModule(session, path);
+  }
+#ifdef MP_HAS_ONNX
+  llvm::Expected<OnnxImportOptions> options = flags.options(loss);
+  if (!options) {
+    llvm::errs() << "error: " << llvm::toString(options.takeError()) << "\n";
+    return nullptr;
+  }
+  return importOnnxModel(path, &session.context, *options);
+#else
+  llvm::errs() << "error: '" << path
+               << "' is an ONNX model, and this mp was built without the "
+                  "ONNX importer (configure with libonnx-dev installed)\n";
+  return nullptr;
+#endif
 }

@@ -25,6 +25,16 @@ struct Session {
 mlir::OwningOpRef<mlir::ModuleOp> loadModule(Session &session,
                                              llvm::StringRef path);
 
+struct ImportFlags;
+
+/// Loads a model: a .onnx file is imported with `flags` (its labels
+/// following the loss `loss`, tg-make-train-step's loss= value), anything
+/// else goes to loadModule.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(Session &session,
+                                            llvm::StringRef path,
+                                            const ImportFlags &flags,
+                                            llvm::StringRef loss);
+
 } // namespace mp::runner
 
 #endif // MP_LIB_RUNNER_LOADING_H

@@ -17,10 +17,12 @@
 #include "CompiledStep.h"
 #include "Dataset.h"
 #include "Differentiation.h"
+#include "ImportFlags.h"
 #include "Loading.h"
 #include "RunReport.h"
 #include "StepLog.h"
 #include "Trainer.h"
+#include "Weights.h"
 
 #include "mp/Runtime/MPCompiled.h"
 #include "mp/Support/FileOutput.h"
@@ -45,9 +47,10 @@ namespace {
 struct Options {
   cl::OptionCategory category{"mp-runner options"};
   cl::opt<std::string> input{cl::Positional,
-                             cl::desc("<step.mlir or forward.mlir>"),
+                             cl::desc("<step.mlir, forward.mlir or model.onnx>"),
                              cl::init(""), cl::cat(category)};
   DifferentiationFlags differentiation{category};
+  ImportFlags importing{category};
   cl::opt<int64_t> steps{"steps",
                          cl::desc("Train until this step (default 100; with "
                                   "--resume, the step to reach)"),
@@ -117,6 +120,12 @@ struct Options {
                                    cl::desc("Steps between checkpoints "
                                             "(default 0: at the end only)"),
                                    cl::init(0), cl::cat(category)};
+  cl::opt<std::string> initWeights{
+      "init-weights",
+      cl::desc("Initial parameter values from a safetensors file (as "
+               "mp-import-onnx writes); parameters it does not hold keep "
+               "their initialisation"),
+      cl::init(""), cl::cat(category)};
   cl::opt<std::string> resume{"resume",
                               cl::desc("Continue from a checkpoint, up to "
                                        "--steps"),
@@ -331,9 +340,14 @@ int mp::runnerMain(int argc, char **argv) {
   for (auto &[label, mode] : variants) {
     sessions.push_back(std::make_unique<Session>());
     Session &session = *sessions.back();
-    OwningOpRef<ModuleOp> module = loadModule(session, o.input);
+    OwningOpRef<ModuleOp> module = loadModel(session, o.input, o.importing,
+                                             o.differentiation.loss);
     if (!module)
       return 1;
+    if (runs.empty() && isOnnxFile(o.input))
+      llvm::outs() << "mp-runner: imported " << o.input << " ("
+                   << initialWeightBytes(*module) / 1024
+                   << " KiB of initial weights from its initializers)\n";
     FailureOr<bool> made =
         makeTrainStep(*module, o.entry, o.differentiation.options());
     if (failed(made))
@@ -386,6 +400,20 @@ int mp::runnerMain(int argc, char **argv) {
   for (Run &run : runs)
     if (llvm::Error err = run.trainer->initialize(o.seed))
       return fail(std::move(err));
+  if (!o.initWeights.empty()) {
+    llvm::Expected<Checkpoint> weights = readSafetensors(o.initWeights);
+    if (!weights)
+      return fail(weights.takeError());
+    for (Run &run : runs) {
+      llvm::Expected<unsigned> loaded =
+          run.trainer->loadWeights(*weights, o.initWeights);
+      if (!loaded)
+        return fail(loaded.takeError());
+      if (&run == &runs.front())
+        llvm::outs() << "mp-runner: initial values of " << *loaded
+                     << " parameters from " << o.initWeights << "\n";
+    }
+  }
   if (resumed) {
     std::optional<std::string> amp = checkpointAmp(*resumed);
     if (amp && *amp != ampMode)

@@ -117,21 +117,8 @@ llvm::Error Trainer::initialize(uint64_t seed) {
       continue;
     HostTensor &t = buffers[k];
     if (a.init) {
-      int64_t i = 0;
-      bool isFloat = mlir::isa<mlir::FloatType>(a.init.getElementType());
-      if (a.init.isSplat()) {
-        double v = isFloat
-                       ? a.init.getSplatValue<llvm::APFloat>().convertToDouble()
-                       : double(a.init.getSplatValue<llvm::APInt>().getSExtValue());
-        for (; i < t.numElements(); ++i)
-          isFloat ? t.setFloat(i, v) : t.setInt(i, int64_t(v));
-      } else if (isFloat) {
-        for (const llvm::APFloat &v : a.init.getValues<llvm::APFloat>())
-          t.setFloat(i++, v.convertToDouble());
-      } else {
-        for (const llvm::APInt &v : a.init.getValues<llvm::APInt>())
-          t.setInt(i++, v.getSExtValue());
-      }
+      if (llvm::Error err = assignElements(t, a.init, a.name))
+        return err;
       continue;
     }
     if (a.role != tg::ArgRole::Param || a.shape.size() < 2) {
@@ -260,6 +247,36 @@ Trainer::checkpoint(int64_t step, std::map<std::string, std::string> metadata) {
   ckpt.metadata["skipped_steps"] = std::to_string(skipped);
   ckpt.metadata["entry"] = signature().entry;
   return ckpt;
+}
+
+llvm::Expected<unsigned> Trainer::loadWeights(const Checkpoint &weights,
+                                              llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &why) {
+    return createStringError(std::errc::invalid_argument, "%s: %s",
+                             path.str().c_str(), why.str().c_str());
+  };
+  unsigned loaded = 0;
+  for (const auto &[name, tensor] : weights.tensors) {
+    std::optional<unsigned> arg = signature().findArgument(name);
+    if (!arg || signature().arguments[*arg].role != tg::ArgRole::Param)
+      return fail("holds '" + name + "', which is not a parameter of '" +
+                  signature().entry + "'");
+    HostTensor &t = buffers[*arg];
+    bool floats = tensor.type != MP_I32 && tensor.type != MP_I64 &&
+                  tensor.type != MP_I1;
+    if (tensor.shape != t.shape || !floats)
+      return fail("'" + name + "' is " + tensor.describe() +
+                  ", the parameter is " + t.describe());
+    if (tensor.type == t.type)
+      llvm::copy(tensor.storage, t.storage.begin());
+    else
+      for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+        t.setFloat(i, tensor.getFloat(i));
+    ++loaded;
+  }
+  if (llvm::Error err = uploadPersistent())
+    return std::move(err);
+  return loaded;
 }
 
 llvm::Expected<int64_t> Trainer::restore(const Checkpoint &ckpt,

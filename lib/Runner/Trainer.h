@@ -60,6 +60,14 @@ public:
 
   llvm::Expected<Checkpoint>
   checkpoint(int64_t step, std::map<std::string, std::string> metadata);
+  /// Sets parameters to the tensors of the same name in `weights` (a
+  /// safetensors file of initial weights, `path` for messages): every
+  /// tensor must name a parameter of the same shape; floating-point types
+  /// convert. Parameters it does not hold keep their initial values.
+  /// Returns how many it set.
+  llvm::Expected<unsigned> loadWeights(const Checkpoint &weights,
+                                       llvm::StringRef path);
+
   /// Restores parameters and state; returns the step to continue from.
   llvm::Expected<int64_t> restore(const Checkpoint &ckpt,
                                   llvm::StringRef path);

@@ -6,7 +6,9 @@
 //   mp-compile  compiles a step ahead of time to an object file and a C
 //               header that an application links with the mp runtime;
 //   mp-grad-check  checks the gradients tg-make-train-step derives for a
-//               forward function against finite differences.
+//               forward function against finite differences;
+//   mp-import-onnx  imports an ONNX model as a tg forward function (builds
+//               with the ONNX importer).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +22,10 @@ int runnerMain(int argc, char **argv);
 int compileMain(int argc, char **argv);
 
 int gradCheckMain(int argc, char **argv);
+
+int importOnnxMain(int argc, char **argv);
+
+int onnxTestMain(int argc, char **argv);
 
 } // namespace mp
 

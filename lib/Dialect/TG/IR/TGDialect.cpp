@@ -11,6 +11,7 @@
 #include "mp/Dialect/TG/IR/TrainStep.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/Support/JSON.h"
 
@@ -79,12 +80,34 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (name == kInitAttr) {
     // The initial value of a state argument, for the runtime.
     auto fn = dyn_cast<FunctionOpInterface>(op);
-    auto init = dyn_cast<DenseElementsAttr>(attr.getValue());
-    if (!fn || !init || init.getType() != fn.getArgumentTypes()[argIndex])
+    // A dense elements attribute, or a dense resource (a blob, as an
+    // importer writes a model's weights).
+    auto init = dyn_cast<ElementsAttr>(attr.getValue());
+    if (!fn || !init ||
+        !isa<DenseElementsAttr, DenseResourceElementsAttr>(init) ||
+        init.getType() != fn.getArgumentTypes()[argIndex])
       return op->emitError() << "'" << kInitAttr << "' on argument #"
                              << argIndex
-                             << " must be a dense elements attribute of the "
-                                "argument's type";
+                             << " must be a dense elements attribute or a "
+                                "dense resource of the argument's type";
+    if (auto resource = dyn_cast<DenseResourceElementsAttr>(init)) {
+      AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+      auto type = cast<ShapedType>(init.getType());
+      uint64_t bits = type.getElementTypeBitWidth();
+      if (bits % 8 != 0)
+        return op->emitError() << "'" << kInitAttr << "' on argument #"
+                               << argIndex
+                               << ": a dense resource needs a byte-sized "
+                                  "element type";
+      // A blob is checked when it has been read (the parser resolves
+      // resources after the ops).
+      if (blob && blob->getData().size() !=
+                      uint64_t(type.getNumElements()) * bits / 8)
+        return op->emitError()
+               << "'" << kInitAttr << "' on argument #" << argIndex
+               << " holds " << blob->getData().size() << " bytes, its type "
+               << type.getNumElements() * bits / 8;
+    }
     return success();
   }
   return op->emitError() << "unknown tg argument attribute '" << name << "'";

@@ -99,6 +99,56 @@ def TGMakeTrainStep : Pass<"tg-make-train-step", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGRaiseDecomposedOps : Pass<"tg-raise-decomposed-ops"> {
+  let summary = "Replace decomposed LayerNorm, GELU and softmax subgraphs "
+                "with tg.layer_norm, tg.gelu and tg.softmax";
+  let description = [{
+    Exporters (PyTorch, tf2onnx) often write a layer norm, a GELU or a
+    softmax as a chain of elementwise ops and reductions. Mixed precision
+    cannot treat such a chain as a unit: it would run the reductions and
+    the `x - mean` of a norm in f32 but the arithmetic between them in f16,
+    and would miss that a softmax wants f32 as a whole. This pass finds the
+    chains and replaces each with the one tg op, so the precision lists
+    (`docs/MixedPrecision.md`) apply to it:
+
+    * GELU, exact: `x * 0.5 * (1 + erf(x / sqrt(2)))` in any association
+      and order of the product, with `x * (1/sqrt(2))` accepted for the
+      division; `tg.gelu`.
+    * GELU, tanh form: `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 *
+      x^3)))`; `tg.gelu tanh_approx`.
+    * Softmax: `exp(x - reduce_max(x)) / reduce_sum(exp(...))` over one axis
+      (with or without the max), and log-softmax
+      `z - log(reduce_sum(exp(z)))` with `z = x - reduce_max(x)`.
+    * LayerNorm: `d = x - reduce_mean(x)`,
+      `(d / sqrt(reduce_mean(d^2) + eps)) * gamma + beta` over trailing
+      axes, with `d * rsqrt(...)` accepted and the affine part optional;
+      `tg.layer_norm`.
+
+    Constants must match to within 1e-4 relative (exporters round sqrt(2)
+    and sqrt(2/pi) differently). The replacement is named after the module
+    the matched ops share (`/encoder/layer.0/act/Gelu` for ops named
+    `/encoder/layer.0/act/Div`, `.../Erf`, ...). Every intermediate value
+    must have no other use; otherwise the chain is left alone.
+
+    Before:
+
+    ```mlir
+    %0 = tg.div %x, %c1_414 : (tensor<8x64xf32>, tensor<f32>) -> tensor<8x64xf32>
+    %1 = tg.erf %0 : tensor<8x64xf32>
+    %2 = tg.add %1, %c1 : (tensor<8x64xf32>, tensor<f32>) -> tensor<8x64xf32>
+    %3 = tg.mul %x, %2 : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+    %4 = tg.mul %3, %c0_5 : (tensor<8x64xf32>, tensor<f32>) -> tensor<8x64xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %4 = tg.gelu %x : tensor<8x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+}
+
 def TGAutoMixedPrecision : Pass<"tg-auto-mixed-precision", "::mlir::ModuleOp"> {
   let summary = "Decide per op whether a training step runs in f16/bf16 or f32";
   let description = [{

@@ -1,0 +1,1286 @@
+//===- ConvertOps.cpp - ONNX ops to tg ops ---------------------------------===//
+//
+// One converter per ONNX op type. A converter reads the node's inputs and
+// attributes through the Importer, checks what ONNX allows but tg cannot
+// express (and refuses it with an error naming the node), and defines the
+// node's outputs: as tg ops on runtime values, or on the host when the
+// inputs are known (shape arithmetic). Semantics follow the ONNX operator
+// specification (onnx/docs/Operators.md) for opsets 13 to 17; where an
+// older opset differs (attributes that became inputs, softmax's 2-D
+// coercion before opset 13) both forms are read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Importer.h"
+
+#include "mp/Dialect/TG/IR/TGOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace mp::onnx;
+namespace tg = mp::tg;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// `axis` in [-rank, rank) as a dimension index, or an error.
+FailureOr<int64_t> normaliseAxis(Importer &im, int64_t axis, int64_t rank,
+                                 StringRef what = "axis") {
+  if (axis < -rank || axis >= rank) {
+    im.error() << what << " " << axis << " is outside [" << -rank << ", "
+               << rank << ")";
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Sorted, distinct dimension indices for `axes`.
+FailureOr<SmallVector<int64_t>> normaliseAxes(Importer &im,
+                                              ArrayRef<int64_t> axes,
+                                              int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes) {
+    FailureOr<int64_t> axis = normaliseAxis(im, a, rank, "axis");
+    if (failed(axis))
+      return failure();
+    out.push_back(*axis);
+  }
+  llvm::sort(out);
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    im.error() << "repeats an axis";
+    return failure();
+  }
+  return out;
+}
+
+/// The node's float input `k` as a tg value: an error for integer data,
+/// which tg computes on only by moving it.
+FailureOr<Value> floatInput(Importer &im, unsigned k) {
+  FailureOr<Value> v = im.value(k);
+  if (failed(v))
+    return failure();
+  if (!isa<FloatType>(tensorType(*v).getElementType())) {
+    im.error() << "input #" << k << " is " << dataTypeName(im.inputType(k))
+               << "; tg computes on floating-point tensors only (integer "
+                  "tensors may be moved, or folded while importing when "
+                  "they are constant)";
+    return failure();
+  }
+  return v;
+}
+
+/// An elementwise binary tg op with numpy broadcasting.
+template <typename Op>
+Value binary(Importer &im, Value lhs, Value rhs, StringRef suffix = "") {
+  SmallVector<Type> types;
+  Location loc = im.loc(suffix);
+  if (tensorType(lhs).getElementType() != tensorType(rhs).getElementType()) {
+    im.error() << "operands of different element types ("
+               << tensorType(lhs).getElementType() << ", "
+               << tensorType(rhs).getElementType() << ")";
+    return {};
+  }
+  if (failed(tg::inferBroadcastType(loc, lhs.getType(), rhs.getType(), types)))
+    return {};
+  return Op::create(im.builder, loc, types.front(), lhs, rhs, nullptr);
+}
+
+Value reshape(Importer &im, Value v, ArrayRef<int64_t> dims,
+              StringRef suffix = "") {
+  RankedTensorType type = tensorType(v);
+  if (type.getShape() == dims)
+    return v;
+  return tg::ReshapeOp::create(im.builder, im.loc(suffix), type.clone(dims),
+                               v);
+}
+
+Value transpose(Importer &im, Value v, ArrayRef<int64_t> perm,
+                StringRef suffix = "") {
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return v;
+  RankedTensorType type = tensorType(v);
+  SmallVector<int64_t> dims;
+  for (int64_t p : perm)
+    dims.push_back(type.getDimSize(p));
+  return tg::TransposeOp::create(im.builder, im.loc(suffix), type.clone(dims),
+                                 v, im.builder.getDenseI64ArrayAttr(perm));
+}
+
+Value slice(Importer &im, Value v, ArrayRef<int64_t> offsets,
+            ArrayRef<int64_t> sizes, ArrayRef<int64_t> steps,
+            StringRef suffix = "") {
+  RankedTensorType type = tensorType(v);
+  bool unit = llvm::all_of(steps, [](int64_t s) { return s == 1; });
+  return tg::SliceOp::create(
+      im.builder, im.loc(suffix), type.clone(sizes), v,
+      im.builder.getDenseI64ArrayAttr(offsets),
+      im.builder.getDenseI64ArrayAttr(sizes),
+      unit ? DenseI64ArrayAttr() : im.builder.getDenseI64ArrayAttr(steps));
+}
+
+/// `v * c`, or `v` when c is 1.
+Value scaleBy(Importer &im, Value v, double c, StringRef suffix) {
+  if (c == 1.0)
+    return v;
+  return binary<tg::MulOp>(
+      im, v, im.scalar(tensorType(v).getElementType(), c, suffix), suffix);
+}
+
+/// Defines output 0 as `v` (a null `v` means an error was reported).
+LogicalResult defineResult(Importer &im, Value v, DataType type) {
+  if (!v)
+    return failure();
+  im.define(0, v, type);
+  return success();
+}
+
+LogicalResult defineResult(Importer &im, Value v) {
+  return defineResult(im, v, im.inputType(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and shapes
+//===----------------------------------------------------------------------===//
+
+LogicalResult convertConstant(Importer &im) {
+  const Node &n = im.node();
+  if (n.attributes.size() != 1) {
+    im.error() << "needs exactly one value attribute";
+    return failure();
+  }
+  const mp::onnx::Attribute &a = n.attributes.front();
+  if (a.name == "value" && a.kind == mp::onnx::Attribute::Kind::Tensor) {
+    im.define(0, Known::fromTensor(a.t));
+  } else if (a.name == "value_float") {
+    Known k = Known::zeros(DataType::Float, {});
+    k.set(0, a.f);
+    im.define(0, std::move(k));
+  } else if (a.name == "value_floats") {
+    Known k = Known::zeros(DataType::Float, {int64_t(a.floats.size())});
+    for (auto [i, v] : llvm::enumerate(a.floats))
+      k.set(i, v);
+    im.define(0, std::move(k));
+  } else if (a.name == "value_int") {
+    im.define(0, Known::ints({a.i}, {}));
+  } else if (a.name == "value_ints") {
+    im.define(0, Known::ints(a.ints, {int64_t(a.ints.size())}));
+  } else {
+    im.error() << "constant attribute '" << a.name
+               << "' is not supported (sparse and string constants)";
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult convertShape(Importer &im) {
+  std::vector<int64_t> dims = im.shape(0);
+  int64_t rank = dims.size();
+  int64_t start = im.attrInt("start", 0), end = im.attrInt("end", rank);
+  auto clampIndex = [&](int64_t i) {
+    if (i < 0)
+      i += rank;
+    return std::clamp<int64_t>(i, 0, rank);
+  };
+  start = clampIndex(start);
+  end = std::max(start, clampIndex(end));
+  std::vector<int64_t> out(dims.begin() + start, dims.begin() + end);
+  int64_t count = out.size();
+  im.define(0, Known::ints(std::move(out), {count}));
+  return success();
+}
+
+LogicalResult convertSize(Importer &im) {
+  im.define(0, Known::ints({product(im.shape(0))}, {}));
+  return success();
+}
+
+LogicalResult convertConstantOfShape(Importer &im) {
+  FailureOr<const Known *> shape = im.requireKnown(0, "the shape");
+  if (failed(shape))
+    return failure();
+  std::vector<int64_t> dims = (*shape)->toInts();
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d && n > kMaxFoldedElements / d)) {
+      im.error() << "shape is negative or too large";
+      return failure();
+    }
+    n *= d;
+  }
+  Known value = Known::zeros(DataType::Float, {1});
+  for (const mp::onnx::Attribute &a : im.node().attributes)
+    if (a.name == "value" && a.kind == mp::onnx::Attribute::Kind::Tensor)
+      value = Known::fromTensor(a.t);
+  if (value.size() != 1) {
+    im.error() << "value must hold one element";
+    return failure();
+  }
+  im.define(0, broadcastKnown(value, dims));
+  return success();
+}
+
+LogicalResult convertRange(Importer &im) {
+  const Known *in[3];
+  for (unsigned k = 0; k < 3; ++k) {
+    FailureOr<const Known *> v = im.requireKnown(k, "the range's bounds");
+    if (failed(v))
+      return failure();
+    in[k] = *v;
+  }
+  double start = in[0]->getFloat(0), limit = in[1]->getFloat(0),
+         delta = in[2]->getFloat(0);
+  if (delta == 0) {
+    im.error() << "delta is 0";
+    return failure();
+  }
+  double count = std::max(0.0, std::ceil((limit - start) / delta));
+  if (count > double(kMaxFoldedElements)) {
+    im.error() << "range is too large";
+    return failure();
+  }
+  Known out = Known::zeros(in[0]->type, {int64_t(count)});
+  for (int64_t i = 0; i < int64_t(count); ++i) {
+    if (out.isFloat())
+      out.set(i, start + double(i) * delta);
+    else
+      out.setInt(i, in[0]->getInt(0) + i * in[2]->getInt(0));
+  }
+  im.define(0, std::move(out));
+  return success();
+}
+
+LogicalResult convertIdentity(Importer &im) {
+  if (const Known *k = im.known(0)) {
+    im.define(0, *k);
+    return success();
+  }
+  FailureOr<Value> v = im.value(0);
+  if (failed(v))
+    return failure();
+  return defineResult(im, *v);
+}
+
+LogicalResult convertCast(Importer &im, DataType to) {
+  if (const Known *k = im.known(0)) {
+    im.define(0, castKnown(*k, to));
+    return success();
+  }
+  FailureOr<Value> v = im.value(0);
+  FailureOr<Type> element = im.elementType(to);
+  if (failed(v) || failed(element))
+    return failure();
+  Type from = tensorType(*v).getElementType();
+  if (from == *element)
+    return defineResult(im, *v, to);
+  if (!isa<FloatType>(from) || !isa<FloatType>(*element)) {
+    im.error() << "Cast from " << dataTypeName(im.inputType(0)) << " to "
+               << dataTypeName(to)
+               << " of a runtime tensor is not supported (the runtimes "
+                  "convert between floating-point types)";
+    return failure();
+  }
+  return defineResult(im,
+                      tg::CastOp::create(im.builder, im.loc(),
+                                         tensorType(*v).clone(*element), *v),
+                      to);
+}
+
+LogicalResult convertCast(Importer &im) {
+  return convertCast(im, static_cast<DataType>(im.attrInt("to", 0)));
+}
+
+LogicalResult convertCastLike(Importer &im) {
+  return convertCast(im, im.inputType(1));
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+/// Defines output 0 as input 0 with `dims` (same elements).
+LogicalResult defineReshaped(Importer &im, std::vector<int64_t> dims) {
+  std::vector<int64_t> in = im.shape(0);
+  if (product(dims) != product(in)) {
+    im.error() << "cannot reshape " << product(in) << " elements to "
+               << product(dims);
+    return failure();
+  }
+  if (const Known *k = im.known(0)) {
+    im.define(0, reshapeKnown(*k, std::move(dims)));
+    return success();
+  }
+  FailureOr<Value> v = im.value(0);
+  if (failed(v))
+    return failure();
+  return defineResult(im, reshape(im, *v, dims));
+}
+
+LogicalResult convertReshape(Importer &im) {
+  FailureOr<const Known *> shape = im.requireKnown(1, "the shape");
+  if (failed(shape))
+    return failure();
+  std::vector<int64_t> in = im.shape(0), dims = (*shape)->toInts();
+  bool allowZero = im.attrInt("allowzero", 0) != 0;
+  std::optional<size_t> inferred;
+  int64_t known = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 0 && !allowZero) {
+      if (d >= in.size()) {
+        im.error() << "shape copies dimension " << d << " of a rank-"
+                   << in.size() << " input";
+        return failure();
+      }
+      dims[d] = in[d];
+    }
+    if (dims[d] == -1) {
+      if (inferred) {
+        im.error() << "shape has two -1 dimensions";
+        return failure();
+      }
+      inferred = d;
+      continue;
+    }
+    if (dims[d] < 0) {
+      im.error() << "shape has a negative dimension " << dims[d];
+      return failure();
+    }
+    known *= dims[d];
+  }
+  if (inferred) {
+    if (known == 0 || product(in) % known != 0) {
+      im.error() << "cannot infer the -1 dimension: " << product(in)
+                 << " elements do not divide by " << known;
+      return failure();
+    }
+    dims[*inferred] = product(in) / known;
+  }
+  return defineReshaped(im, std::move(dims));
+}
+
+LogicalResult convertFlatten(Importer &im) {
+  std::vector<int64_t> in = im.shape(0);
+  int64_t rank = in.size(), axis = im.attrInt("axis", 1);
+  if (axis < -rank || axis > rank) {
+    im.error() << "axis " << axis << " is outside [" << -rank << ", " << rank
+               << "]";
+    return failure();
+  }
+  if (axis < 0)
+    axis += rank;
+  ArrayRef<int64_t> dims(in);
+  return defineReshaped(
+      im, {product(dims.take_front(axis)), product(dims.drop_front(axis))});
+}
+
+/// The axes of Squeeze, Unsqueeze and the reductions: input 1 (opset 13 and
+/// later; 18 for most reductions) or the `axes` attribute.
+FailureOr<std::optional<std::vector<int64_t>>> readAxes(Importer &im) {
+  if (im.hasInput(1)) {
+    FailureOr<const Known *> axes = im.requireKnown(1, "the axes");
+    if (failed(axes))
+      return failure();
+    return std::optional<std::vector<int64_t>>((*axes)->toInts());
+  }
+  return im.attrInts("axes");
+}
+
+LogicalResult convertSqueeze(Importer &im) {
+  std::vector<int64_t> in = im.shape(0);
+  auto axes = readAxes(im);
+  if (failed(axes))
+    return failure();
+  std::vector<int64_t> dims;
+  if (!*axes) {
+    for (int64_t d : in)
+      if (d != 1)
+        dims.push_back(d);
+    return defineReshaped(im, dims);
+  }
+  FailureOr<SmallVector<int64_t>> squeezed =
+      normaliseAxes(im, **axes, in.size());
+  if (failed(squeezed))
+    return failure();
+  for (int64_t d = 0; d < int64_t(in.size()); ++d) {
+    if (!llvm::is_contained(*squeezed, d)) {
+      dims.push_back(in[d]);
+      continue;
+    }
+    if (in[d] != 1) {
+      im.error() << "cannot squeeze dimension " << d << " of size " << in[d];
+      return failure();
+    }
+  }
+  return defineReshaped(im, dims);
+}
+
+LogicalResult convertUnsqueeze(Importer &im) {
+  std::vector<int64_t> in = im.shape(0);
+  auto axes = readAxes(im);
+  if (failed(axes))
+    return failure();
+  if (!*axes) {
+    im.error() << "needs axes";
+    return failure();
+  }
+  int64_t rank = in.size() + (*axes)->size();
+  FailureOr<SmallVector<int64_t>> inserted = normaliseAxes(im, **axes, rank);
+  if (failed(inserted))
+    return failure();
+  std::vector<int64_t> dims;
+  auto next = in.begin();
+  for (int64_t d = 0; d < rank; ++d)
+    dims.push_back(llvm::is_contained(*inserted, d) ? 1 : *next++);
+  return defineReshaped(im, dims);
+}
+
+LogicalResult convertTranspose(Importer &im) {
+  std::vector<int64_t> in = im.shape(0);
+  int64_t rank = in.size();
+  std::vector<int64_t> perm;
+  if (auto attr = im.attrInts("perm"))
+    perm = *attr;
+  else
+    for (int64_t d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  std::vector<int64_t> sorted = perm;
+  llvm::sort(sorted);
+  if (!llvm::equal(sorted, llvm::seq<int64_t>(0, rank))) {
+    im.error() << "perm is not a permutation of the " << rank
+               << " dimensions";
+    return failure();
+  }
+  if (const Known *k = im.known(0)) {
+    im.define(0, transposeKnown(*k, perm));
+    return success();
+  }
+  FailureOr<Value> v = im.value(0);
+  if (failed(v))
+    return failure();
+  return defineResult(im, transpose(im, *v, perm));
+}
+
+LogicalResult convertConcat(Importer &im) {
+  std::vector<int64_t> first = im.shape(0);
+  FailureOr<int64_t> axis =
+      normaliseAxis(im, im.attrInt("axis", 0), first.size());
+  if (failed(axis))
+    return failure();
+  // Check shapes; inputs with no elements along the axis drop out.
+  std::vector<unsigned> inputs;
+  bool allKnown = true;
+  for (unsigned k = 0; k < im.numInputs(); ++k) {
+    std::vector<int64_t> s = im.shape(k);
+    if (s.size() != first.size() || im.inputType(k) != im.inputType(0)) {
+      im.error() << "input #" << k << " differs in rank or element type";
+      return failure();
+    }
+    for (size_t d = 0; d < s.size(); ++d)
+      if (int64_t(d) != *axis && s[d] != first[d]) {
+        im.error() << "input #" << k << " differs in dimension " << d;
+        return failure();
+      }
+    if (s[*axis] == 0)
+      continue;
+    inputs.push_back(k);
+    allKnown &= im.known(k) != nullptr;
+  }
+  if (inputs.empty()) {
+    im.error() << "all inputs are empty";
+    return failure();
+  }
+  if (allKnown) {
+    SmallVector<const Known *> in;
+    for (unsigned k : inputs)
+      in.push_back(im.known(k));
+    im.define(0, concatKnown(in, *axis));
+    return success();
+  }
+  SmallVector<Value> values;
+  int64_t size = 0;
+  for (unsigned k : inputs) {
+    FailureOr<Value> v = im.value(k);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+    size += im.shape(k)[*axis];
+  }
+  if (values.size() == 1)
+    return defineResult(im, values.front());
+  std::vector<int64_t> dims = first;
+  dims[*axis] = size;
+  return defineResult(
+      im, tg::ConcatOp::create(im.builder, im.loc(),
+                               tensorType(values.front()).clone(dims), values,
+                               im.builder.getI64IntegerAttr(*axis)));
+}
+
+/// ONNX Slice bounds for one dimension of size `dim` (the spec's clamping),
+/// as an offset, a count and a step.
+void sliceBounds(int64_t dim, int64_t start, int64_t end, int64_t step,
+                 int64_t &offset, int64_t &count) {
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    count = end > start ? (end - start + step - 1) / step : 0;
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+  }
+  offset = start;
+}
+
+/// Defines output `out` as a box of input 0 (steps may be negative for
+/// known inputs only).
+LogicalResult defineSlice(Importer &im, unsigned out,
+                          ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                          ArrayRef<int64_t> steps) {
+  if (const Known *k = im.known(0)) {
+    im.define(out, sliceKnown(*k, offsets, sizes, steps));
+    return success();
+  }
+  if (llvm::is_contained(sizes, 0)) {
+    im.error() << "the slice is empty; tg tensors have no zero-size "
+                  "dimensions";
+    return failure();
+  }
+  if (llvm::any_of(steps, [](int64_t s) { return s < 0; })) {
+    im.error() << "slices with negative steps are not supported on runtime "
+                  "tensors";
+    return failure();
+  }
+  FailureOr<Value> v = im.value(0);
+  if (failed(v))
+    return failure();
+  Value result = *v;
+  if (ArrayRef<int64_t>(sizes) != tensorType(*v).getShape())
+    result = slice(im, *v, offsets, sizes, steps,
+                   out ? "out" + std::to_string(out) : "");
+  im.define(out, result, im.inputType(0));
+  return success();
+}
+
+LogicalResult convertSlice(Importer &im) {
+  std::vector<int64_t> in = im.shape(0);
+  int64_t rank = in.size();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (im.opset() < 10) {
+    starts = im.attrInts("starts").value_or(std::vector<int64_t>{});
+    ends = im.attrInts("ends").value_or(std::vector<int64_t>{});
+    axes = im.attrInts("axes").value_or(std::vector<int64_t>{});
+  } else {
+    const char *what[] = {"", "the starts", "the ends", "the axes",
+                          "the steps"};
+    std::vector<int64_t> *into[] = {nullptr, &starts, &ends, &axes, &steps};
+    for (unsigned k = 1; k < 5; ++k) {
+      if (!im.hasInput(k))
+        continue;
+      FailureOr<const Known *> v = im.requireKnown(k, what[k]);
+      if (failed(v))
+        return failure();
+      *into[k] = (*v)->toInts();
+    }
+  }
+  if (axes.empty())
+    for (size_t d = 0; d < starts.size(); ++d)
+      axes.push_back(d);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
+    im.error() << "starts, ends, axes and steps differ in length";
+    return failure();
+  }
+  std::vector<int64_t> offsets(rank, 0), sizes = in, strides(rank, 1);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    FailureOr<int64_t> axis = normaliseAxis(im, axes[i], rank);
+    if (failed(axis))
+      return failure();
+    if (seen[*axis] || steps[i] == 0) {
+      im.error() << (steps[i] == 0 ? "a step is 0" : "repeats an axis");
+      return failure();
+    }
+    seen[*axis] = true;
+    strides[*axis] = steps[i];
+    sliceBounds(in[*axis], starts[i], ends[i], steps[i], offsets[*axis],
+                sizes[*axis]);
+  }
+  return defineSlice(im, 0, offsets, sizes, strides);
+}
+
+LogicalResult convertSplit(Importer &im) {
+  std::vector<int64_t> in = im.shape(0);
+  FailureOr<int64_t> axis = normaliseAxis(im, im.attrInt("axis", 0), in.size());
+  if (failed(axis))
+    return failure();
+  std::vector<int64_t> parts;
+  if (im.hasInput(1)) {
+    FailureOr<const Known *> split = im.requireKnown(1, "the split sizes");
+    if (failed(split))
+      return failure();
+    parts = (*split)->toInts();
+  } else if (auto attr = im.attrInts("split")) {
+    parts = *attr;
+  } else {
+    int64_t n = im.attrInt("num_outputs", im.numOutputs());
+    int64_t each = n > 0 ? (in[*axis] + n - 1) / n : 0;
+    for (int64_t k = 0, left = in[*axis]; k < n; ++k, left -= each)
+      parts.push_back(std::min(each, std::max<int64_t>(left, 0)));
+  }
+  if (parts.size() != im.numOutputs() ||
+      std::accumulate(parts.begin(), parts.end(), int64_t(0)) != in[*axis] ||
+      llvm::any_of(parts, [](int64_t p) { return p < 0; })) {
+    im.error() << "the split sizes do not add up to dimension " << *axis
+               << " (" << in[*axis] << ") over " << im.numOutputs()
+               << " outputs";
+    return failure();
+  }
+  int64_t offset = 0;
+  for (unsigned k = 0; k < parts.size(); ++k) {
+    std::vector<int64_t> offsets(in.size(), 0), sizes = in,
+                                 steps(in.size(), 1);
+    offsets[*axis] = offset;
+    sizes[*axis] = parts[k];
+    offset += parts[k];
+    if (!im.isOutputUsed(k))
+      continue;
+    if (failed(defineSlice(im, k, offsets, sizes, steps)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult convertGather(Importer &im) {
+  std::vector<int64_t> in = im.shape(0);
+  int64_t rank = in.size();
+  FailureOr<int64_t> axis = normaliseAxis(im, im.attrInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  int64_t extent = in[*axis];
+  const Known *indices = im.known(1);
+  std::optional<Known> normalised;
+  if (indices) {
+    normalised = castKnown(*indices, DataType::Int64);
+    for (int64_t &i : normalised->i) {
+      if (i < -extent || i >= extent) {
+        im.error() << "index " << i << " is outside [" << -extent << ", "
+                   << extent << ")";
+        return failure();
+      }
+      if (i < 0)
+        i += extent;
+    }
+  }
+  if (im.known(0) && normalised) {
+    im.define(0, gatherKnown(*im.known(0), *normalised, *axis));
+    return success();
+  }
+  FailureOr<Value> data = im.value(0);
+  if (failed(data))
+    return failure();
+  // Constant indices in arithmetic progression select a strided slice.
+  if (normalised && normalised->size() > 0) {
+    const std::vector<int64_t> &ids = normalised->i;
+    int64_t step = ids.size() > 1 ? ids[1] - ids[0] : 1;
+    bool progression = step >= 1;
+    for (size_t j = 1; j < ids.size() && progression; ++j)
+      progression = ids[j] - ids[j - 1] == step;
+    if (progression) {
+      std::vector<int64_t> offsets(rank, 0), sizes = in, steps(rank, 1);
+      offsets[*axis] = ids[0];
+      sizes[*axis] = ids.size();
+      steps[*axis] = step;
+      Value picked = slice(im, *data, offsets, sizes, steps, "slice");
+      std::vector<int64_t> dims(in.begin(), in.begin() + *axis);
+      dims.insert(dims.end(), normalised->dims.begin(),
+                  normalised->dims.end());
+      dims.insert(dims.end(), in.begin() + *axis + 1, in.end());
+      return defineResult(im, reshape(im, picked, dims));
+    }
+  }
+  if (!isa<FloatType>(tensorType(*data).getElementType())) {
+    im.error() << "gathering from a runtime " << dataTypeName(im.inputType(0))
+               << " tensor is not supported (tg gathers floating-point "
+                  "rows)";
+    return failure();
+  }
+  FailureOr<Value> ids = im.value(1);
+  if (failed(ids))
+    return failure();
+  if (normalised)
+    ids = im.constant(*normalised, "indices");
+  // Gather along axis 0 of the data moved so that `axis` comes first, then
+  // move the data's leading dimensions back in front of the indices'.
+  std::vector<int64_t> toFront{*axis};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis)
+      toFront.push_back(d);
+  Value table = transpose(im, *data, toFront, "to_front");
+  RankedTensorType tableType = tensorType(table);
+  ArrayRef<int64_t> idShape = tensorType(*ids).getShape();
+  SmallVector<int64_t> gathered(idShape);
+  gathered.append(tableType.getShape().begin() + 1,
+                  tableType.getShape().end());
+  Value result = tg::GatherOp::create(im.builder, im.loc(),
+                                      tableType.clone(gathered), table, *ids);
+  int64_t ni = idShape.size();
+  SmallVector<int64_t> back;
+  for (int64_t d = 0; d < *axis; ++d)
+    back.push_back(ni + d);
+  for (int64_t d = 0; d < ni; ++d)
+    back.push_back(d);
+  for (int64_t d = ni + *axis; d < int64_t(gathered.size()); ++d)
+    back.push_back(d);
+  return defineResult(im, transpose(im, result, back, "from_front"));
+}
+
+LogicalResult convertExpand(Importer &im) {
+  FailureOr<const Known *> shape = im.requireKnown(1, "the shape");
+  if (failed(shape))
+    return failure();
+  std::vector<int64_t> dims;
+  if (!broadcastShapes(im.shape(0), (*shape)->toInts(), dims)) {
+    im.error() << "the shape does not broadcast with the input's";
+    return failure();
+  }
+  if (const Known *k = im.known(0)) {
+    if (product(dims) > kMaxFoldedElements) {
+      im.error() << "the result is too large to evaluate while importing";
+      return failure();
+    }
+    im.define(0, broadcastKnown(*k, dims));
+    return success();
+  }
+  FailureOr<Value> v = im.value(0);
+  if (failed(v))
+    return failure();
+  if (tensorType(*v).getShape() == ArrayRef<int64_t>(dims))
+    return defineResult(im, *v);
+  return defineResult(
+      im, tg::BroadcastToOp::create(im.builder, im.loc(),
+                                    tensorType(*v).clone(dims), *v));
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+template <typename Op> LogicalResult convertBinary(Importer &im) {
+  FailureOr<Value> lhs = floatInput(im, 0), rhs = floatInput(im, 1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  return defineResult(im, binary<Op>(im, *lhs, *rhs));
+}
+
+/// Max, Min, Sum, Mean: a chain of binary ops over any number of inputs.
+template <typename Op> LogicalResult convertVariadic(Importer &im) {
+  FailureOr<Value> acc = floatInput(im, 0);
+  if (failed(acc))
+    return failure();
+  for (unsigned k = 1; k < im.numInputs(); ++k) {
+    FailureOr<Value> next = floatInput(im, k);
+    if (failed(next))
+      return failure();
+    *acc = binary<Op>(im, *acc, *next,
+                      k + 1 == im.numInputs() && im.node().opType != "Mean"
+                          ? ""
+                          : "in" + std::to_string(k));
+    if (!*acc)
+      return failure();
+  }
+  if (im.node().opType == "Mean")
+    *acc = scaleBy(im, *acc, 1.0 / double(im.numInputs()), "");
+  return defineResult(im, *acc);
+}
+
+template <typename Op> LogicalResult convertUnary(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  return defineResult(
+      im, Op::create(im.builder, im.loc(), x->getType(), *x, nullptr));
+}
+
+LogicalResult convertReciprocal(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  Value one = im.scalar(tensorType(*x).getElementType(), 1.0, "one");
+  return defineResult(im, binary<tg::DivOp>(im, one, *x));
+}
+
+LogicalResult convertLeakyRelu(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  double alpha = im.attrFloat("alpha", 0.01);
+  if (alpha >= 0 && alpha <= 1) {
+    // max(x, alpha x) for a slope in [0, 1].
+    Value scaled = scaleBy(im, *x, alpha, "slope");
+    return defineResult(im, binary<tg::MaximumOp>(im, *x, scaled));
+  }
+  // relu(x) - alpha relu(-x) for any slope.
+  Type type = x->getType();
+  Value pos = tg::ReluOp::create(im.builder, im.loc("positive"), type, *x,
+                                 nullptr);
+  Value negX = tg::NegOp::create(im.builder, im.loc("flip"), type, *x, nullptr);
+  Value neg = tg::ReluOp::create(im.builder, im.loc("negative"), type, negX,
+                                 nullptr);
+  return defineResult(
+      im, binary<tg::SubOp>(im, pos, scaleBy(im, neg, alpha, "slope")));
+}
+
+LogicalResult convertPow(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  const Known *e = im.known(1);
+  if (!e || e->size() != 1) {
+    im.error() << "Pow is supported with a constant scalar exponent (2, 3, "
+                  "0.5, -0.5, 1, -1)";
+    return failure();
+  }
+  double p = e->getFloat(0);
+  Type type = x->getType();
+  // A scalar exponent broadcasts the result to the exponent's rank too.
+  std::vector<int64_t> dims;
+  broadcastShapes(tensorType(*x).getShape(), e->dims, dims);
+  auto done = [&](Value v) { return defineResult(im, reshape(im, v, dims)); };
+  if (p == 1)
+    return done(*x);
+  if (p == 2)
+    return done(tg::SquareOp::create(im.builder, im.loc(), type, *x, nullptr));
+  if (p == 3) {
+    Value sq = tg::SquareOp::create(im.builder, im.loc("square"), type, *x,
+                                    nullptr);
+    return done(binary<tg::MulOp>(im, *x, sq));
+  }
+  if (p == 0.5)
+    return done(tg::SqrtOp::create(im.builder, im.loc(), type, *x, nullptr));
+  if (p == -0.5)
+    return done(tg::RsqrtOp::create(im.builder, im.loc(), type, *x, nullptr));
+  if (p == -1) {
+    Value one = im.scalar(tensorType(*x).getElementType(), 1.0, "one");
+    return done(binary<tg::DivOp>(im, one, *x));
+  }
+  if (p == 0) {
+    Value one = im.scalar(tensorType(*x).getElementType(), 1.0, "one");
+    Value zeroTimes = scaleBy(im, *x, 0.0, "zero");
+    return done(binary<tg::AddOp>(im, zeroTimes, one));
+  }
+  im.error() << "Pow with exponent " << p
+             << " is not supported (2, 3, 0.5, -0.5, 1, -1 and 0 are)";
+  return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+LogicalResult convertMatMul(Importer &im) {
+  FailureOr<Value> a = floatInput(im, 0), b = floatInput(im, 1);
+  if (failed(a) || failed(b))
+    return failure();
+  std::vector<int64_t> as = im.shape(0), bs = im.shape(1);
+  if (as.empty() || bs.empty()) {
+    im.error() << "MatMul of a scalar";
+    return failure();
+  }
+  // numpy: a vector operand becomes a matrix, and its dimension is dropped
+  // from the result.
+  bool vecA = as.size() == 1, vecB = bs.size() == 1;
+  Value lhs = vecA ? reshape(im, *a, {1, as[0]}, "lhs") : *a;
+  Value rhs = vecB ? reshape(im, *b, {bs[0], 1}, "rhs") : *b;
+  auto lt = tensorType(lhs), rt = tensorType(rhs);
+  if (lt.getElementType() != rt.getElementType()) {
+    im.error() << "operands of different element types";
+    return failure();
+  }
+  int64_t m = lt.getDimSize(lt.getRank() - 2), k = lt.getShape().back();
+  int64_t k2 = rt.getDimSize(rt.getRank() - 2), n = rt.getShape().back();
+  FailureOr<SmallVector<int64_t>> batch = tg::broadcastShapes(
+      lt.getShape().drop_back(2), rt.getShape().drop_back(2));
+  if (k != k2 || failed(batch)) {
+    im.error() << "cannot multiply " << lt << " by " << rt;
+    return failure();
+  }
+  SmallVector<int64_t> dims(*batch);
+  dims.append({m, n});
+  Value product = tg::MatmulOp::create(im.builder, im.loc(), lt.clone(dims),
+                                       lhs, rhs, UnitAttr(), UnitAttr(),
+                                       nullptr);
+  SmallVector<int64_t> out(*batch);
+  if (!vecA)
+    out.push_back(m);
+  if (!vecB)
+    out.push_back(n);
+  return defineResult(im, reshape(im, product, out, "result"));
+}
+
+LogicalResult convertGemm(Importer &im) {
+  FailureOr<Value> a = floatInput(im, 0), b = floatInput(im, 1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto at = tensorType(*a), bt = tensorType(*b);
+  if (at.getRank() != 2 || bt.getRank() != 2 ||
+      at.getElementType() != bt.getElementType()) {
+    im.error() << "Gemm needs two matrices of one element type, got " << at
+               << " and " << bt;
+    return failure();
+  }
+  bool ta = im.attrInt("transA", 0), tb = im.attrInt("transB", 0);
+  int64_t m = at.getDimSize(ta ? 1 : 0), k = at.getDimSize(ta ? 0 : 1);
+  int64_t k2 = bt.getDimSize(tb ? 1 : 0), n = bt.getDimSize(tb ? 0 : 1);
+  if (k != k2) {
+    im.error() << "cannot multiply " << at << (ta ? " (transposed)" : "")
+               << " by " << bt << (tb ? " (transposed)" : "");
+    return failure();
+  }
+  UnitAttr unit = im.builder.getUnitAttr();
+  Value y = tg::MatmulOp::create(
+      im.builder, im.loc(), at.clone({m, n}), *a, *b, ta ? unit : UnitAttr(),
+      tb ? unit : UnitAttr(), nullptr);
+  y = scaleBy(im, y, im.attrFloat("alpha", 1.0), "alpha");
+  if (!y)
+    return failure();
+  if (im.hasInput(2)) {
+    double beta = im.attrFloat("beta", 1.0);
+    Value c;
+    if (const Known *known = im.known(2)) {
+      Known scaled = *known;
+      for (int64_t i = 0; i < scaled.size(); ++i)
+        scaled.set(i, known->getFloat(i) * beta);
+      c = im.constant(scaled, "bias");
+    } else {
+      FailureOr<Value> cv = floatInput(im, 2);
+      if (failed(cv))
+        return failure();
+      c = scaleBy(im, *cv, beta, "beta");
+    }
+    if (!c)
+      return failure();
+    y = binary<tg::AddOp>(im, y, c, "bias");
+    if (y && tensorType(y).getShape() != ArrayRef<int64_t>{m, n}) {
+      im.error() << "C does not broadcast to the product's shape";
+      return failure();
+    }
+  }
+  return defineResult(im, y);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, normalisation, reductions
+//===----------------------------------------------------------------------===//
+
+template <typename Op> LogicalResult convertSoftmax(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  auto type = tensorType(*x);
+  int64_t rank = type.getRank();
+  if (rank == 0) {
+    im.error() << "softmax of a scalar";
+    return failure();
+  }
+  bool coerced = im.opset() < 13;
+  FailureOr<int64_t> axis =
+      normaliseAxis(im, im.attrInt("axis", coerced ? 1 : -1), rank);
+  if (failed(axis))
+    return failure();
+  if (!coerced || *axis == rank - 1)
+    return defineResult(im, Op::create(im.builder, im.loc(), type, *x,
+                                       im.builder.getI64IntegerAttr(*axis),
+                                       nullptr));
+  // Before opset 13: over the flattened dimensions [axis, rank).
+  ArrayRef<int64_t> dims = type.getShape();
+  Value flat = reshape(
+      im, *x, {product(dims.take_front(*axis)), product(dims.drop_front(*axis))},
+      "flatten");
+  Value y = Op::create(im.builder, im.loc(), flat.getType(), flat,
+                       im.builder.getI64IntegerAttr(1), nullptr);
+  return defineResult(im, reshape(im, y, dims, "unflatten"));
+}
+
+LogicalResult convertLayerNormalization(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0), scale = floatInput(im, 1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto type = tensorType(*x);
+  int64_t rank = type.getRank();
+  FailureOr<int64_t> axis = normaliseAxis(im, im.attrInt("axis", -1), rank);
+  if (failed(axis))
+    return failure();
+  double epsilon = im.attrFloat("epsilon", 1e-5);
+  if (!(epsilon > 0)) {
+    im.error() << "epsilon must be positive";
+    return failure();
+  }
+  SmallVector<int64_t> normalised(type.getShape().drop_front(*axis));
+  Type element = type.getElementType();
+  auto toNormalised = [&](Value v, StringRef suffix) -> Value {
+    auto vt = tensorType(v);
+    if (vt.getShape() == ArrayRef<int64_t>(normalised))
+      return v;
+    std::vector<int64_t> dims;
+    if (!broadcastShapes(vt.getShape(), normalised, dims) ||
+        ArrayRef<int64_t>(dims) != ArrayRef<int64_t>(normalised)) {
+      im.error() << suffix << " (" << vt
+                 << ") does not broadcast to the normalised shape";
+      return {};
+    }
+    Value r = v;
+    if (vt.getRank() > int64_t(normalised.size())) // leading ones
+      r = reshape(im, v,
+                  vt.getShape().drop_front(vt.getRank() - normalised.size()),
+                  suffix);
+    return tg::BroadcastToOp::create(im.builder, im.loc(suffix),
+                                     vt.clone(normalised), r);
+  };
+  Value g = toNormalised(*scale, "scale");
+  Value bias;
+  if (im.hasInput(2)) {
+    FailureOr<Value> bv = floatInput(im, 2);
+    if (failed(bv))
+      return failure();
+    bias = toNormalised(*bv, "bias");
+  } else {
+    Known zeros = Known::zeros(im.inputType(1), {normalised.begin(),
+                                                 normalised.end()});
+    bias = im.constant(zeros, "bias");
+  }
+  if (!g || !bias)
+    return failure();
+  if (tensorType(g).getElementType() != tensorType(bias).getElementType()) {
+    im.error() << "scale and bias differ in element type";
+    return failure();
+  }
+  Type statType = element.isF64() ? element : im.builder.getF32Type();
+  auto stats = RankedTensorType::get(type.getShape().take_front(*axis),
+                                     statType);
+  auto op = tg::LayerNormOp::create(
+      im.builder, im.loc(), TypeRange{type, stats, stats}, *x, g, bias,
+      im.builder.getI64IntegerAttr(*axis),
+      im.builder.getF32FloatAttr(static_cast<float>(epsilon)), nullptr);
+  im.define(0, op.getResult(), im.inputType(0));
+  // Mean and InvStdDev keep the normalised dimensions as ones.
+  SmallVector<int64_t> kept(type.getShape().take_front(*axis));
+  kept.append(rank - *axis, 1);
+  for (unsigned k = 1; k < 3; ++k) {
+    if (!im.isOutputUsed(k))
+      continue;
+    Value stat = op->getResult(k);
+    if (statType != element)
+      stat = tg::CastOp::create(im.builder, im.loc(k == 1 ? "mean" : "rstd"),
+                                tensorType(stat).clone(element), stat);
+    im.define(k, reshape(im, stat, kept, k == 1 ? "mean" : "rstd"),
+              im.inputType(0));
+  }
+  return success();
+}
+
+template <typename Op> LogicalResult convertReduce(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  auto type = tensorType(*x);
+  auto axesOr = readAxes(im);
+  if (failed(axesOr))
+    return failure();
+  std::vector<int64_t> axes = axesOr->value_or(std::vector<int64_t>{});
+  bool keep = im.attrInt("keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (im.attrInt("noop_with_empty_axes", 0))
+      return defineResult(im, *x);
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      axes.push_back(d);
+  }
+  FailureOr<SmallVector<int64_t>> sorted =
+      normaliseAxes(im, axes, type.getRank());
+  if (failed(sorted))
+    return failure();
+  if (sorted->empty()) // a rank-0 input
+    return defineResult(im, *x);
+  SmallVector<Type> types;
+  if (failed(tg::inferReduceType(im.loc(), type, *sorted, keep, types)))
+    return failure();
+  return defineResult(
+      im, Op::create(im.builder, im.loc(), types.front(), *x,
+                     im.builder.getDenseI64ArrayAttr(*sorted),
+                     keep ? im.builder.getUnitAttr() : UnitAttr(), nullptr));
+}
+
+//===----------------------------------------------------------------------===//
+// Training ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult convertDropout(Importer &im) {
+  bool training = false;
+  if (im.hasInput(2)) {
+    FailureOr<const Known *> mode = im.requireKnown(2, "training_mode");
+    if (failed(mode))
+      return failure();
+    training = (*mode)->getInt(0) != 0;
+  }
+  double ratio = 0.5;
+  if (im.hasInput(1)) {
+    FailureOr<const Known *> r = im.requireKnown(1, "the ratio");
+    if (failed(r))
+      return failure();
+    ratio = (*r)->getFloat(0);
+  } else if (im.opset() < 12) {
+    ratio = im.attrFloat("ratio", 0.5);
+  }
+  if (training && ratio != 0) {
+    im.error() << "Dropout in training mode is not supported yet (tg has no "
+                  "dropout op); export the model in inference mode";
+    return failure();
+  }
+  if (im.isOutputUsed(1)) {
+    im.error() << "Dropout's mask output is not supported";
+    return failure();
+  }
+  return convertIdentity(im);
+}
+
+LogicalResult convertSoftmaxCrossEntropyLoss(Importer &im) {
+  FailureOr<Value> scores = floatInput(im, 0);
+  FailureOr<Value> labels = im.value(1);
+  if (failed(scores) || failed(labels))
+    return failure();
+  if (im.hasInput(2)) {
+    im.error() << "class weights are not supported";
+    return failure();
+  }
+  for (const mp::onnx::Attribute &a : im.node().attributes)
+    if (a.name == "ignore_index") {
+      im.error() << "ignore_index is not supported (tg's loss averages over "
+                    "every position)";
+      return failure();
+    }
+  std::string reduction = im.attrString("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum") {
+    im.error() << "reduction '" << reduction
+               << "' is not supported (mean and sum are)";
+    return failure();
+  }
+  auto st = tensorType(*scores), lt = tensorType(*labels);
+  if (!isa<IntegerType>(lt.getElementType()) || st.getRank() < 2 ||
+      lt.getRank() != st.getRank() - 1) {
+    im.error() << "needs scores [N, C, ...] and integer labels [N, ...], got "
+               << st << " and " << lt;
+    return failure();
+  }
+  // Classes last, as tg.softmax_cross_entropy takes them.
+  SmallVector<int64_t> perm{0};
+  for (int64_t d = 2; d < st.getRank(); ++d)
+    perm.push_back(d);
+  perm.push_back(1);
+  Value logits = transpose(im, *scores, perm, "classes_last");
+  Type element = st.getElementType();
+  Type lossElement = element.isF64() ? element : im.builder.getF32Type();
+  Value loss = tg::SoftmaxCrossEntropyOp::create(
+      im.builder, im.loc(), RankedTensorType::get({}, lossElement), logits,
+      *labels, nullptr);
+  if (reduction == "sum")
+    loss = scaleBy(im, loss, double(lt.getNumElements()), "sum");
+  if (lossElement != element)
+    loss = tg::CastOp::create(im.builder, im.loc("cast"),
+                              RankedTensorType::get({}, element), loss);
+  im.define(0, loss, im.inputType(0));
+  im.lossValues.insert(im.node().outputs[0]);
+  if (im.isOutputUsed(1))
+    im.define(1,
+              tg::LogSoftmaxOp::create(im.builder, im.loc("log_prob"), st,
+                                       *scores,
+                                       im.builder.getI64IntegerAttr(1),
+                                       nullptr),
+              im.inputType(0));
+  return success();
+}
+
+} // namespace
+
+const llvm::StringMap<Converter> &mp::onnx::getConverters() {
+  static const llvm::StringMap<Converter> converters = {
+      {"Add", convertBinary<tg::AddOp>},
+      {"Sub", convertBinary<tg::SubOp>},
+      {"Mul", convertBinary<tg::MulOp>},
+      {"Div", convertBinary<tg::DivOp>},
+      {"Max", convertVariadic<tg::MaximumOp>},
+      {"Min", convertVariadic<tg::MinimumOp>},
+      {"Sum", convertVariadic<tg::AddOp>},
+      {"Mean", convertVariadic<tg::AddOp>},
+      {"Pow", convertPow},
+      {"Relu", convertUnary<tg::ReluOp>},
+      {"LeakyRelu", convertLeakyRelu},
+      {"Tanh", convertUnary<tg::TanhOp>},
+      {"Sigmoid", convertUnary<tg::SigmoidOp>},
+      {"Exp", convertUnary<tg::ExpOp>},
+      {"Log", convertUnary<tg::LogOp>},
+      {"Sqrt", convertUnary<tg::SqrtOp>},
+      {"Neg", convertUnary<tg::NegOp>},
+      {"Erf", convertUnary<tg::ErfOp>},
+      {"Reciprocal", convertReciprocal},
+      {"MatMul", convertMatMul},
+      {"Gemm", convertGemm},
+      {"Softmax", convertSoftmax<tg::SoftmaxOp>},
+      {"LogSoftmax", convertSoftmax<tg::LogSoftmaxOp>},
+      {"LayerNormalization", convertLayerNormalization},
+      {"ReduceMean", convertReduce<tg::ReduceMeanOp>},
+      {"ReduceSum", convertReduce<tg::ReduceSumOp>},
+      {"ReduceMax", convertReduce<tg::ReduceMaxOp>},
+      {"Reshape", convertReshape},
+      {"Flatten", convertFlatten},
+      {"Squeeze", convertSqueeze},
+      {"Unsqueeze", convertUnsqueeze},
+      {"Transpose", convertTranspose},
+      {"Concat", convertConcat},
+      {"Slice", convertSlice},
+      {"Split", convertSplit},
+      {"Gather", convertGather},
+      {"Expand", convertExpand},
+      {"Identity", convertIdentity},
+      {"Dropout", convertDropout},
+      {"Constant", convertConstant},
+      {"Cast", convertCast},
+      {"CastLike", convertCastLike},
+      {"Shape", convertShape},
+      {"Size", convertSize},
+      {"ConstantOfShape", convertConstantOfShape},
+      {"Range", convertRange},
+      {"SoftmaxCrossEntropyLoss", convertSoftmaxCrossEntropyLoss},
+  };
+  return converters;
+}
+
+bool mp::onnx::isConstantOperand(StringRef opType, unsigned input) {
+  if (input == 0)
+    return opType == "ConstantOfShape" || opType == "Range";
+  return llvm::StringSwitch<bool>(opType)
+      .Cases({"Reshape", "Expand", "Unsqueeze", "Squeeze", "Split", "Pow",
+              "ReduceMean", "ReduceSum", "ReduceMax", "Range", "Tile"},
+             true)
+      .Cases({"Slice", "Dropout", "Clip"}, true)
+      .Default(false);
+}

@@ -1,0 +1,509 @@
+//===- OnnxReader.cpp - ONNX protobuf messages to plain data --------------===//
+//
+// The one translation unit that includes protobuf and ONNX: it parses a
+// ModelProto, loads external tensor data, fixes the shapes of inputs the
+// user gave, runs ONNX's shape inference (which reports by throwing: this
+// file is compiled with exceptions and catches them all), and copies what
+// the importer needs into OnnxModel.h's structures. Nothing thrown leaves
+// this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxModel.h"
+
+#include "onnx/defs/schema.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+using namespace mp::onnx;
+using llvm::createStringError;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+
+const char *mp::onnx::dataTypeName(DataType type) {
+  switch (type) {
+  case DataType::Float: return "FLOAT";
+  case DataType::UInt8: return "UINT8";
+  case DataType::Int8: return "INT8";
+  case DataType::UInt16: return "UINT16";
+  case DataType::Int16: return "INT16";
+  case DataType::Int32: return "INT32";
+  case DataType::Int64: return "INT64";
+  case DataType::String: return "STRING";
+  case DataType::Bool: return "BOOL";
+  case DataType::Float16: return "FLOAT16";
+  case DataType::Double: return "DOUBLE";
+  case DataType::UInt32: return "UINT32";
+  case DataType::UInt64: return "UINT64";
+  case DataType::BFloat16: return "BFLOAT16";
+  case DataType::Undefined: break;
+  }
+  return "UNDEFINED";
+}
+
+size_t mp::onnx::dataTypeSize(DataType type) {
+  switch (type) {
+  case DataType::Bool:
+  case DataType::UInt8:
+  case DataType::Int8: return 1;
+  case DataType::UInt16:
+  case DataType::Int16:
+  case DataType::Float16:
+  case DataType::BFloat16: return 2;
+  case DataType::Float:
+  case DataType::Int32:
+  case DataType::UInt32: return 4;
+  case DataType::Double:
+  case DataType::Int64:
+  case DataType::UInt64: return 8;
+  default: return 0;
+  }
+}
+
+int64_t Tensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+int64_t Tensor::getInt(int64_t i) const {
+  const char *p = bytes.data() + i * dataTypeSize(type);
+  switch (type) {
+  case DataType::Bool:
+  case DataType::UInt8: return *reinterpret_cast<const uint8_t *>(p);
+  case DataType::Int8: return *reinterpret_cast<const int8_t *>(p);
+  case DataType::UInt16: return *reinterpret_cast<const uint16_t *>(p);
+  case DataType::Int16: return *reinterpret_cast<const int16_t *>(p);
+  case DataType::Int32: return *reinterpret_cast<const int32_t *>(p);
+  case DataType::UInt32: return *reinterpret_cast<const uint32_t *>(p);
+  case DataType::Int64:
+  case DataType::UInt64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  default: return static_cast<int64_t>(getFloat(i));
+  }
+}
+
+double Tensor::getFloat(int64_t i) const {
+  const char *p = bytes.data() + i * dataTypeSize(type);
+  switch (type) {
+  case DataType::Float: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DataType::Double: {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  case DataType::BFloat16: {
+    uint32_t bits = uint32_t(*reinterpret_cast<const uint16_t *>(p)) << 16;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  }
+  case DataType::Float16: {
+    uint16_t h = *reinterpret_cast<const uint16_t *>(p);
+    int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    double v = exp == 0    ? std::ldexp(double(mant), -24)
+               : exp == 31 ? (mant ? NAN : INFINITY)
+                           : std::ldexp(double(mant | 0x400), exp - 25);
+    return sign ? -v : v;
+  }
+  default: return static_cast<double>(getInt(i));
+  }
+}
+
+const Attribute *Node::attribute(StringRef name) const {
+  for (const Attribute &a : attributes)
+    if (a.name == name)
+      return &a;
+  return nullptr;
+}
+
+namespace {
+
+Error fail(StringRef where, const llvm::Twine &what) {
+  return createStringError(std::errc::invalid_argument, "%s: %s",
+                           where.str().c_str(), what.str().c_str());
+}
+
+/// Copies a TensorProto's value (raw or typed fields) into `out`.
+Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
+                    Tensor &out) {
+  out.name = t.name();
+  out.type = static_cast<DataType>(t.data_type());
+  out.dims.assign(t.dims().begin(), t.dims().end());
+  size_t size = dataTypeSize(out.type);
+  if (!size)
+    return fail(where, "tensor '" + t.name() + "' has element type " +
+                           dataTypeName(out.type) +
+                           ", which mp does not support");
+  uint64_t count = 1;
+  for (int64_t d : out.dims) {
+    if (d < 0 || __builtin_mul_overflow(count, uint64_t(d), &count))
+      return fail(where, "tensor '" + t.name() + "' has a bad shape");
+  }
+  uint64_t bytes;
+  if (__builtin_mul_overflow(count, uint64_t(size), &bytes))
+    return fail(where, "tensor '" + t.name() + "' is too large");
+  auto expect = [&](uint64_t have) -> Error {
+    if (have != count)
+      return fail(where, "tensor '" + t.name() + "' holds " +
+                             llvm::Twine(have) + " values, its shape " +
+                             llvm::Twine(count));
+    return Error::success();
+  };
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      return fail(where, "tensor '" + t.name() + "' holds " +
+                             llvm::Twine(t.raw_data().size()) +
+                             " bytes of data, its shape " +
+                             llvm::Twine(bytes));
+    out.bytes.assign(t.raw_data().begin(), t.raw_data().end());
+    return Error::success();
+  }
+  out.bytes.assign(bytes, 0);
+  char *dst = out.bytes.data();
+  switch (out.type) {
+  case DataType::Float:
+    if (Error e = expect(t.float_data_size()))
+      return e;
+    std::memcpy(dst, t.float_data().data(), bytes);
+    return Error::success();
+  case DataType::Double:
+    if (Error e = expect(t.double_data_size()))
+      return e;
+    std::memcpy(dst, t.double_data().data(), bytes);
+    return Error::success();
+  case DataType::Int64:
+    if (Error e = expect(t.int64_data_size()))
+      return e;
+    std::memcpy(dst, t.int64_data().data(), bytes);
+    return Error::success();
+  case DataType::UInt32:
+  case DataType::UInt64:
+    if (Error e = expect(t.uint64_data_size()))
+      return e;
+    for (uint64_t i = 0; i < count; ++i) {
+      uint64_t v = t.uint64_data(i);
+      std::memcpy(dst + i * size, &v, size);
+    }
+    return Error::success();
+  default:
+    // INT32, INT16, INT8, UINT16, UINT8, BOOL, FLOAT16, BFLOAT16: int32_data
+    // holds each value (the 16-bit float types as their bit patterns).
+    if (Error e = expect(t.int32_data_size()))
+      return e;
+    for (uint64_t i = 0; i < count; ++i) {
+      int32_t v = t.int32_data(i);
+      std::memcpy(dst + i * size, &v, size);
+    }
+    return Error::success();
+  }
+}
+
+/// Replaces external data (data_location: EXTERNAL) by the bytes it names.
+Error loadExternalData(::onnx::TensorProto &t, StringRef modelDir,
+                       StringRef where) {
+  if (t.data_location() != ::onnx::TensorProto::EXTERNAL)
+    return Error::success();
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const auto &entry : t.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset" || entry.key() == "length") {
+      uint64_t v;
+      if (StringRef(entry.value()).getAsInteger(10, v))
+        return fail(where, "tensor '" + t.name() + "' has a bad external " +
+                               entry.key() + " '" + entry.value() + "'");
+      (entry.key() == "offset" ? offset : length.emplace()) = v;
+    }
+  }
+  if (location.empty())
+    return fail(where, "tensor '" + t.name() +
+                           "' has external data without a location");
+  if (llvm::sys::path::is_absolute(location) || StringRef(location).contains(".."))
+    return fail(where, "tensor '" + t.name() + "' has external data at '" +
+                           location +
+                           "', outside the model's directory");
+  llvm::SmallString<256> path(modelDir);
+  llvm::sys::path::append(path, location);
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!file)
+    return fail(where, "tensor '" + t.name() + "': cannot read its external "
+                           "data '" + path + "': " +
+                           file.getError().message());
+  StringRef data = (*file)->getBuffer();
+  if (offset > data.size() ||
+      (length && *length > data.size() - offset))
+    return fail(where, "tensor '" + t.name() + "': external data '" + path +
+                           "' is shorter than its offset and length");
+  t.set_raw_data(data.substr(offset, length ? *length : StringRef::npos).str());
+  t.clear_external_data();
+  t.set_data_location(::onnx::TensorProto::DEFAULT);
+  return Error::success();
+}
+
+ValueType convertType(const ::onnx::TypeProto &type) {
+  ValueType out;
+  if (!type.has_tensor_type())
+    return out;
+  const auto &tensor = type.tensor_type();
+  out.type = static_cast<DataType>(tensor.elem_type());
+  if (!tensor.has_shape())
+    return out;
+  std::vector<int64_t> dims;
+  for (const auto &d : tensor.shape().dim()) {
+    dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    out.symbols.push_back(d.has_dim_param() ? d.dim_param() : "");
+  }
+  out.dims = std::move(dims);
+  return out;
+}
+
+Error convertAttribute(const ::onnx::AttributeProto &a, StringRef where,
+                       Attribute &out) {
+  out.name = a.name();
+  switch (a.type()) {
+  case ::onnx::AttributeProto::FLOAT:
+    out.kind = Attribute::Kind::Float;
+    out.f = a.f();
+    break;
+  case ::onnx::AttributeProto::INT:
+    out.kind = Attribute::Kind::Int;
+    out.i = a.i();
+    break;
+  case ::onnx::AttributeProto::STRING:
+    out.kind = Attribute::Kind::String;
+    out.s = a.s();
+    break;
+  case ::onnx::AttributeProto::TENSOR:
+    out.kind = Attribute::Kind::Tensor;
+    return convertTensor(a.t(), where, out.t);
+  case ::onnx::AttributeProto::FLOATS:
+    out.kind = Attribute::Kind::Floats;
+    out.floats.assign(a.floats().begin(), a.floats().end());
+    break;
+  case ::onnx::AttributeProto::INTS:
+    out.kind = Attribute::Kind::Ints;
+    out.ints.assign(a.ints().begin(), a.ints().end());
+    break;
+  case ::onnx::AttributeProto::STRINGS:
+    out.kind = Attribute::Kind::Strings;
+    out.strings.assign(a.strings().begin(), a.strings().end());
+    break;
+  default:
+    out.kind = Attribute::Kind::Other;
+    break;
+  }
+  return Error::success();
+}
+
+} // namespace
+
+Expected<Model> mp::onnx::readModel(StringRef path,
+                                    const ReadOptions &options) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!file)
+    return fail(path, "cannot read: " + file.getError().message());
+  ::onnx::ModelProto proto;
+  StringRef bytes = (*file)->getBuffer();
+  if (bytes.size() > size_t(INT32_MAX))
+    return fail(path, "models larger than 2 GiB must keep their weights as "
+                      "external data");
+  if (!proto.ParseFromArray(bytes.data(), int(bytes.size())))
+    return fail(path, "not an ONNX model (the protobuf does not parse: "
+                      "truncated or not a ModelProto)");
+  if (!proto.has_graph())
+    return fail(path, "the model has no graph");
+  ::onnx::GraphProto &graph = *proto.mutable_graph();
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  for (::onnx::TensorProto &t : *graph.mutable_initializer())
+    if (Error e = loadExternalData(t, dir, path))
+      return std::move(e);
+  for (::onnx::NodeProto &node : *graph.mutable_node())
+    for (::onnx::AttributeProto &a : *node.mutable_attribute())
+      if (a.has_t())
+        if (Error e = loadExternalData(*a.mutable_t(), dir, path))
+          return std::move(e);
+
+  // Inputs bound to constants become initializers.
+  for (const auto &[name, file] : options.constantInputs) {
+    auto it = llvm::find_if(graph.input(), [&](const auto &v) {
+      return v.name() == name;
+    });
+    if (it == graph.input().end())
+      return fail(path, "the model has no input named '" + name +
+                            "' to bind to a constant");
+    auto data = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
+    if (!data)
+      return fail(file, "cannot read: " + data.getError().message());
+    ::onnx::TensorProto *t = graph.add_initializer();
+    StringRef tensorBytes = (*data)->getBuffer();
+    if (tensorBytes.size() > size_t(INT32_MAX) ||
+        !t->ParseFromArray(tensorBytes.data(), int(tensorBytes.size())))
+      return fail(file, "not a serialized ONNX TensorProto");
+    llvm::SmallString<256> tensorDir(file);
+    llvm::sys::path::remove_filename(tensorDir);
+    if (Error e = loadExternalData(*t, tensorDir, file))
+      return std::move(e);
+    t->set_name(name);
+  }
+
+  // Fixed shapes for inputs, before inference propagates them.
+  for (const auto &[name, dims] : options.inputShapes) {
+    ::onnx::ValueInfoProto *input = nullptr;
+    for (::onnx::ValueInfoProto &v : *graph.mutable_input())
+      if (v.name() == name)
+        input = &v;
+    if (!input)
+      return fail(path, "--input-shape: the model has no input named '" +
+                            name + "'");
+    auto *tensor = input->mutable_type()->mutable_tensor_type();
+    if (tensor->has_shape() &&
+        tensor->shape().dim_size() != int(dims.size()))
+      return fail(path, "--input-shape: input '" + name + "' has rank " +
+                            llvm::Twine(tensor->shape().dim_size()) +
+                            ", the shape given has rank " +
+                            llvm::Twine(dims.size()));
+    auto *shape = tensor->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : dims)
+      shape->add_dim()->set_dim_value(d);
+  }
+
+  if (options.batchSize > 0) {
+    std::set<std::string> initializers;
+    for (const ::onnx::TensorProto &t : graph.initializer())
+      initializers.insert(t.name());
+    for (::onnx::ValueInfoProto &v : *graph.mutable_input()) {
+      if (initializers.count(v.name()) || options.inputShapes.count(v.name()))
+        continue;
+      auto *tensor = v.mutable_type()->mutable_tensor_type();
+      if (tensor->has_shape() && tensor->shape().dim_size() > 0 &&
+          !tensor->shape().dim(0).has_dim_value())
+        tensor->mutable_shape()->mutable_dim(0)->set_dim_value(
+            options.batchSize);
+    }
+  }
+
+  Model model;
+  model.irVersion = proto.ir_version();
+  model.producer = proto.producer_name();
+  model.graphName = graph.name();
+  for (const auto &opset : proto.opset_import())
+    model.opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] =
+        opset.version();
+
+  try {
+    ::onnx::shape_inference::InferShapes(
+        proto, ::onnx::OpSchemaRegistry::Instance(),
+        ::onnx::ShapeInferenceOptions(/*check_type=*/false,
+                                      /*strict_mode=*/0,
+                                      /*data_prop=*/true));
+  } catch (const std::exception &e) {
+    return fail(path, std::string("ONNX shape inference failed: ") + e.what());
+  } catch (...) {
+    return fail(path, "ONNX shape inference failed");
+  }
+
+  std::map<std::string, bool> isInitializer;
+  for (const ::onnx::TensorProto &t : graph.initializer()) {
+    Tensor tensor;
+    if (Error e = convertTensor(t, path, tensor))
+      return std::move(e);
+    isInitializer[t.name()] = true;
+    model.initializers.push_back(std::move(tensor));
+  }
+  for (const ::onnx::ValueInfoProto &v : graph.input()) {
+    model.types[v.name()] = convertType(v.type());
+    if (!isInitializer.count(v.name()))
+      model.inputs.push_back({v.name(), convertType(v.type())});
+  }
+  for (const ::onnx::ValueInfoProto &v : graph.value_info())
+    model.types[v.name()] = convertType(v.type());
+  for (const ::onnx::ValueInfoProto &v : graph.output()) {
+    model.types[v.name()] = convertType(v.type());
+    model.outputs.push_back({v.name(), convertType(v.type())});
+  }
+  for (const ::onnx::NodeProto &n : graph.node()) {
+    Node node;
+    node.name = n.name();
+    node.opType = n.op_type();
+    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    node.inputs.assign(n.input().begin(), n.input().end());
+    node.outputs.assign(n.output().begin(), n.output().end());
+    for (const ::onnx::AttributeProto &a : n.attribute()) {
+      Attribute attr;
+      std::string where = path.str() + ": node '" + n.name() + "' (" +
+                          n.op_type() + ")";
+      if (Error e = convertAttribute(a, where, attr))
+        return std::move(e);
+      node.attributes.push_back(std::move(attr));
+    }
+    model.nodes.push_back(std::move(node));
+  }
+  return model;
+}
+
+Expected<GraphSummary> mp::onnx::readGraphSummary(StringRef path) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!file)
+    return fail(path, "cannot read: " + file.getError().message());
+  ::onnx::ModelProto proto;
+  StringRef bytes = (*file)->getBuffer();
+  if (bytes.size() > size_t(INT32_MAX) ||
+      !proto.ParseFromArray(bytes.data(), int(bytes.size())))
+    return fail(path, "not an ONNX model (the protobuf does not parse: "
+                      "truncated or not a ModelProto)");
+  const ::onnx::GraphProto &graph = proto.graph();
+  GraphSummary summary;
+  for (const ::onnx::NodeProto &n : graph.node())
+    summary.opTypes.push_back(n.op_type());
+  std::set<std::string> initializers;
+  for (const ::onnx::TensorProto &t : graph.initializer())
+    initializers.insert(t.name());
+  for (const ::onnx::ValueInfoProto &v : graph.input())
+    if (!initializers.count(v.name()))
+      summary.inputs.push_back(
+          {v.name(), static_cast<DataType>(v.type().tensor_type().elem_type())});
+  for (const ::onnx::ValueInfoProto &v : graph.output())
+    summary.outputs.push_back(v.name());
+  return summary;
+}
+
+Expected<Tensor> mp::onnx::readTensor(StringRef path) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!file)
+    return fail(path, "cannot read: " + file.getError().message());
+  ::onnx::TensorProto proto;
+  StringRef bytes = (*file)->getBuffer();
+  if (bytes.size() > size_t(INT32_MAX) ||
+      !proto.ParseFromArray(bytes.data(), int(bytes.size())))
+    return fail(path, "not a serialized ONNX TensorProto");
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (Error e = loadExternalData(proto, dir, path))
+    return std::move(e);
+  Tensor tensor;
+  if (Error e = convertTensor(proto, path, tensor))
+    return std::move(e);
+  return tensor;
+}

@@ -1,0 +1,242 @@
+"""Builds the ONNX models of the importer's tests with onnx.helper.
+
+usage: make-model.py <kind> <output.onnx> [--batch N] [--seed S]
+
+kinds:
+  keras-mlp    the Keras mixed-precision guide's MLP as tf2onnx exports it
+               (MatMul + Add per Dense layer, 784 -> 128 relu -> 10 logits),
+               with a symbolic batch dimension
+  transformer  one pre-LN transformer block as PyTorch exports it: the
+               LayerNorms and the GELU decomposed (ReduceMean/Sub/Pow/Sqrt/
+               Div, x * 0.5 * (1 + Erf(x / sqrt 2))), two-head attention with
+               Reshape/Transpose/Softmax, mean pooling and a Gemm head
+  gemm-mlp     a small MLP of Gemm nodes with a symbolic batch (PyTorch's
+               nn.Linear export), for gradient checks
+  unknown-op   a model with a node of an op type mp does not import
+  external     a model whose weight lives in an external-data file that is
+               not there
+  newer-opset  a Relu model that declares opset 21 and IR version 10
+  bad-graph    a node that reads a value nothing defines
+
+Weights are random (normal, scaled by 1/sqrt(fan-in)), from --seed.
+"""
+
+import argparse
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+class Graph:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits = [], []
+
+    def weight(self, name, shape, scale=None):
+        if scale is None:
+            scale = 1.0 / np.sqrt(shape[0])
+        value = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def const(self, name, value, dtype=np.float32):
+        self.inits.append(numpy_helper.from_array(np.array(value, dtype), name))
+        return name
+
+    def node(self, op, inputs, name, outputs=None, **attrs):
+        outputs = outputs or [name + "_out"]
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=name,
+                                           **attrs))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def model(self, inputs, outputs, opset=17, ir=8):
+        graph = helper.make_graph(self.nodes, "g", inputs, outputs, self.inits)
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", opset)],
+            producer_name="mp-tests")
+        model.ir_version = ir
+        return model
+
+
+def keras_mlp(g, batch, hidden=128):
+    x = helper.make_tensor_value_info("input_1", TensorProto.FLOAT,
+                                      [batch, 784])
+    h = g.node("MatMul", ["input_1", g.weight("dense_1/kernel", [784, hidden])],
+               "dense_1/MatMul")
+    h = g.node("Add", [h, g.const("dense_1/bias", np.zeros(hidden))],
+               "dense_1/BiasAdd")
+    h = g.node("Relu", [h], "dense_1/Relu")
+    y = g.node("MatMul", [h, g.weight("dense_logits/kernel", [hidden, 10])],
+               "dense_logits/MatMul")
+    g.node("Add", [y, g.const("dense_logits/bias", np.zeros(10))],
+           "dense_logits/BiasAdd", outputs=["logits"])
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                        [batch, 10])
+    return g.model([x], [out])
+
+
+def layer_norm(g, x, name, d):
+    """The decomposed LayerNorm PyTorch's exporter emits before opset 17."""
+    mean = g.node("ReduceMean", [x], name + "/ReduceMean", axes=[-1])
+    centered = g.node("Sub", [x, mean], name + "/Sub")
+    sq = g.node("Pow", [centered, g.const(name + "/two", 2.0)], name + "/Pow")
+    var = g.node("ReduceMean", [sq], name + "/ReduceMean_1", axes=[-1])
+    var = g.node("Add", [var, g.const(name + "/eps", 1e-5)], name + "/Add")
+    std = g.node("Sqrt", [var], name + "/Sqrt")
+    normed = g.node("Div", [centered, std], name + "/Div")
+    scaled = g.node("Mul", [normed, g.weight(name + ".weight", [d], 0.1)],
+                    name + "/Mul")
+    # LayerNorm weights start near 1.
+    g.inits[-1] = numpy_helper.from_array(
+        (1 + numpy_helper.to_array(g.inits[-1])).astype(np.float32),
+        name + ".weight")
+    return g.node("Add", [scaled, g.weight(name + ".bias", [d], 0.1)],
+                  name + "/Add_1")
+
+
+def linear(g, x, name, fan_in, fan_out):
+    y = g.node("MatMul", [x, g.weight(name + ".weight", [fan_in, fan_out])],
+               name + "/MatMul")
+    return g.node("Add", [y, g.weight(name + ".bias", [fan_out], 0.1)],
+                  name + "/Add")
+
+
+def transformer(g, batch):
+    t, d, heads, ffn, classes = 8, 32, 2, 64, 10
+    dh = d // heads
+    x = helper.make_tensor_value_info("tokens", TensorProto.FLOAT,
+                                      [batch, t, d])
+    h = layer_norm(g, "tokens", "block.ln1", d)
+    q = linear(g, h, "block.attn.q", d, d)
+    k = linear(g, h, "block.attn.k", d, d)
+    v = linear(g, h, "block.attn.v", d, d)
+    shape = g.const("block.attn.heads_shape", [0, 0, heads, dh], np.int64)
+
+    def split_heads(y, name, perm):
+        y = g.node("Reshape", [y, shape], name + "/Reshape")
+        return g.node("Transpose", [y], name + "/Transpose", perm=perm)
+
+    q = split_heads(q, "block.attn.q", [0, 2, 1, 3])
+    k = split_heads(k, "block.attn.k", [0, 2, 3, 1])
+    v = split_heads(v, "block.attn.v", [0, 2, 1, 3])
+    s = g.node("MatMul", [q, k], "block.attn/MatMul")
+    s = g.node("Div", [s, g.const("block.attn/scale", np.sqrt(dh))],
+               "block.attn/Div")
+    p = g.node("Softmax", [s], "block.attn/Softmax", axis=-1)
+    a = g.node("MatMul", [p, v], "block.attn/MatMul_1")
+    a = g.node("Transpose", [a], "block.attn/Transpose", perm=[0, 2, 1, 3])
+    a = g.node("Reshape",
+               [a, g.const("block.attn.merge_shape", [0, 0, d], np.int64)],
+               "block.attn/Reshape")
+    a = linear(g, a, "block.attn.out", d, d)
+    r = g.node("Add", ["tokens", a], "block/Add")
+    h = layer_norm(g, r, "block.ln2", d)
+    h = linear(g, h, "block.mlp.fc1", d, ffn)
+    # GELU as torch.onnx exports nn.GELU() before opset 20.
+    e = g.node("Div", [h, g.const("block.mlp.gelu/sqrt2", np.sqrt(2.0))],
+               "block.mlp.gelu/Div")
+    e = g.node("Erf", [e], "block.mlp.gelu/Erf")
+    e = g.node("Add", [e, g.const("block.mlp.gelu/one", 1.0)],
+               "block.mlp.gelu/Add")
+    e = g.node("Mul", [h, e], "block.mlp.gelu/Mul")
+    h = g.node("Mul", [e, g.const("block.mlp.gelu/half", 0.5)],
+               "block.mlp.gelu/Mul_1")
+    h = linear(g, h, "block.mlp.fc2", ffn, d)
+    r = g.node("Add", [r, h], "block/Add_1")
+    pooled = g.node("ReduceMean", [r], "pool/ReduceMean", axes=[1],
+                    keepdims=0)
+    g.node("Gemm", [pooled, g.weight("head.weight", [classes, d]),
+                    g.weight("head.bias", [classes], 0.1)],
+           "head/Gemm", outputs=["logits"], transB=1)
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                        [batch, classes])
+    return g.model([x], [out], opset=13)
+
+
+def gemm_mlp(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 12])
+    h = g.node("Gemm", ["x", g.weight("fc1.weight", [16, 12]),
+                        g.weight("fc1.bias", [16], 0.1)],
+               "fc1/Gemm", transB=1)
+    h = g.node("Tanh", [h], "fc1/Tanh")
+    h = g.node("Gemm", [h, g.weight("fc2.weight", [16, 8]),
+                        g.weight("fc2.bias", [8], 0.1)], "fc2/Gemm")
+    h = g.node("Sigmoid", [h], "fc2/Sigmoid")
+    g.node("Gemm", [h, g.weight("out.weight", [8, 5]),
+                    g.weight("out.bias", [5], 0.1)],
+           "out/Gemm", outputs=["logits"])
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                        [batch, 5])
+    return g.model([x], [out])
+
+
+def unknown_op(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    h = g.node("Relu", ["x"], "first")
+    g.node("Celu", [h], "mystery/celu", outputs=["y"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
+    return g.model([x], [out])
+
+
+def external(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    w = TensorProto()
+    w.name, w.data_type = "w", TensorProto.FLOAT
+    w.dims.extend([6, 3])
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in [("location", "weights.bin"), ("offset", "0"),
+                       ("length", str(6 * 3 * 4))]:
+        entry = w.external_data.add()
+        entry.key, entry.value = key, value
+    g.inits.append(w)
+    g.node("MatMul", ["x", "w"], "proj", outputs=["y"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])
+    return g.model([x], [out])
+
+
+def newer_opset(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    g.node("Relu", ["x"], "act", outputs=["y"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
+    return g.model([x], [out], opset=21, ir=10)
+
+
+def bad_graph(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    g.node("Add", ["x", "nowhere"], "broken/add", outputs=["y"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
+    return g.model([x], [out])
+
+
+KINDS = {
+    "keras-mlp": keras_mlp,
+    "transformer": transformer,
+    "gemm-mlp": gemm_mlp,
+    "unknown-op": unknown_op,
+    "external": external,
+    "newer-opset": newer_opset,
+    "bad-graph": bad_graph,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=sorted(KINDS))
+    parser.add_argument("output")
+    parser.add_argument("--batch", default="N",
+                        help="the batch dimension: a number or a symbol")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hidden", type=int, default=128,
+                        help="keras-mlp: the hidden layer's width")
+    args = parser.parse_args()
+    batch = int(args.batch) if args.batch.isdigit() else args.batch
+    extra = {"hidden": args.hidden} if args.kind == "keras-mlp" else {}
+    model = KINDS[args.kind](Graph(args.seed), batch, **extra)
+    with open(args.output, "wb") as f:
+        f.write(model.SerializeToString())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

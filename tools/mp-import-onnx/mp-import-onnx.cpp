@@ -1,0 +1,5 @@
+//===- mp-import-onnx.cpp - import an ONNX model as tg --------------------===//
+
+#include "mp/Runner/Runner.h"
+
+int main(int argc, char **argv) { return mp::importOnnxMain(argc, argv); }
