@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Emits tg models at any size: forward functions, or hand-written steps.
 
-Two models, the ones in examples/:
+Three models, the ones in examples/:
 
   mlp          an MLP classifier: matmul + bias + relu layers and a linear
                head giving the logits.
@@ -9,6 +9,9 @@ Two models, the ones in examples/:
                pre-norm multi-head self-attention built from matmul and
                softmax, a GELU MLP, residuals and a linear head over the
                vocabulary giving the logits.
+  resnet       a ResNet-style CNN: conv + batch norm + relu stem, basic
+               residual blocks in two stages (the second downsampling),
+               global average pooling and a linear head; forward only.
 
 By default the output is the forward function (`tg.forward`, returning the
 logits): `tg-make-train-step` (or mp-runner, which runs it) adds the
@@ -457,6 +460,97 @@ def gen_transformer(a):
     return s
 
 
+def gen_resnet(a):
+    """A ResNet-style CNN: a 3x3 stem, `--blocks` basic residual blocks per
+    stage (two 3x3 conv + batch norm, the second stage downsampling with a
+    strided 1x1 projection), global average pooling and a linear head. Batch
+    norm keeps its running statistics as tg.state, updated by the forward
+    function (tg.update)."""
+    s = Step()
+    b, hw, c0 = a.batch, a.image, a.width
+    s.arg("x", tensor([b, a.channels, hw, hw]), "input", "x")
+    s.arg("labels", tensor([b], "i32"), "label", "labels")
+    updates = []
+
+    def conv(name, x, cin, cout, size, k, stride, pad):
+        w = s.arg(f"{name.replace('.', '_')}_w", tensor([cout, cin, k, k]),
+                  "param", f"{name}.weight")
+        out = (size + 2 * pad - k) // stride + 1
+        y = f"%{name.replace('.', '_')}"
+        s.op(y, f"tg.conv2d {x}, {w} strides = [{stride}, {stride}] "
+             f"padding = [{pad}, {pad}, {pad}, {pad}] dilations = [1, 1] "
+             f"groups = 1 : ({tensor([b, cin, size, size])}, "
+             f"{tensor([cout, cin, k, k])}) -> {tensor([b, cout, out, out])}",
+             name)
+        return y, out
+
+    def bn(name, x, ch, size):
+        n = name.replace(".", "_")
+        g = s.arg(f"{n}_g", tensor([ch]), "param", f"{name}.weight",
+                  init="1.0")
+        beta = s.arg(f"{n}_b", tensor([ch]), "param", f"{name}.bias")
+        rm = s.arg(f"{n}_rm", tensor([ch]), "state", f"{name}.running_mean",
+                   init="0.0")
+        rv = s.arg(f"{n}_rv", tensor([ch]), "state", f"{name}.running_var",
+                   init="1.0")
+        act = tensor([b, ch, size, size])
+        vec = tensor([ch])
+        s.op(f"%{n}, %{n}_mean, %{n}_rstd, %{n}_nrm, %{n}_nrv",
+             f"tg.batch_norm {x}, {g}, {beta}, {rm}, {rv} epsilon = 1.0e-05 "
+             f"momentum = 1.0e-01 : ({act}, {vec}, {vec}, {vec}, {vec}) -> "
+             f"({act}, {vec}, {vec}, {vec}, {vec})", name)
+        updates.append((f"%{n}_nrm", vec, f"{name}.running_mean"))
+        updates.append((f"%{n}_nrv", vec, f"{name}.running_var"))
+        return f"%{n}"
+
+    def relu(name, x, ch, size):
+        y = f"%{name.replace('.', '_')}"
+        s.op(y, f"tg.relu {x} : {tensor([b, ch, size, size])}", name)
+        return y
+
+    s.comment("Stem.")
+    h, size = conv("stem.conv", "%x", a.channels, c0, hw, 3, 1, 1)
+    h = relu("stem.relu", bn("stem.bn", h, c0, size), c0, size)
+    ch = c0
+    for stage in range(2):
+        for block in range(a.blocks):
+            name = f"layer{stage + 1}.{block}"
+            down = stage > 0 and block == 0
+            cout = c0 * (2 ** stage)
+            stride = 2 if down else 1
+            s.comment(f"Block {name}.")
+            y, out = conv(f"{name}.conv1", h, ch, cout, size, 3, stride, 1)
+            y = relu(f"{name}.relu1", bn(f"{name}.bn1", y, cout, out), cout,
+                     out)
+            y, _ = conv(f"{name}.conv2", y, cout, cout, out, 3, 1, 1)
+            y = bn(f"{name}.bn2", y, cout, out)
+            shortcut = h
+            if down or cout != ch:
+                shortcut, _ = conv(f"{name}.downsample.conv", h, ch, cout,
+                                   size, 1, stride, 0)
+                shortcut = bn(f"{name}.downsample.bn", shortcut, cout, out)
+            act = tensor([b, cout, out, out])
+            n = name.replace(".", "_")
+            s.op(f"%{n}_sum", f"tg.add {y}, {shortcut} : ({act}, {act}) -> "
+                 f"{act}", f"{name}.add")
+            h = relu(f"{name}.relu2", f"%{n}_sum", cout, out)
+            ch, size = cout, out
+    s.comment("Head.")
+    s.op("%pool", f"tg.reduce_mean {h} axes = [2, 3] : "
+         f"({tensor([b, ch, size, size])}) -> {tensor([b, ch])}", "avgpool")
+    w = s.arg("fc_w", tensor([ch, a.classes]), "param", "fc.weight")
+    bias = s.arg("fc_b", tensor([a.classes]), "param", "fc.bias")
+    s.op("%fc_mm", f"tg.matmul %pool, {w} : ({tensor([b, ch])}, "
+         f"{tensor([ch, a.classes])}) -> {tensor([b, a.classes])}",
+         "fc.matmul")
+    s.op("%logits", f"tg.add %fc_mm, {bias} : ({tensor([b, a.classes])}, "
+         f"{tensor([a.classes])}) -> {tensor([b, a.classes])}", "fc.bias_add")
+    s.result("%logits", tensor([b, a.classes]), '{tg.output = "logits"}')
+    for value, ty, name in updates:
+        s.result(value, ty, f'{{tg.update = "{name}"}}')
+    return s
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="model", required=True)
@@ -478,7 +572,18 @@ def main():
     t.add_argument("--vocab", type=int, default=100)
     t.add_argument("--layers", type=int, default=1, help="encoder blocks")
     t.add_argument("--lr", type=float, default=1e-3)
-    for p in (m, t):
+    r = sub.add_parser("resnet", help="ResNet-style CNN (forward only)")
+    r.add_argument("--batch", type=int, default=32)
+    r.add_argument("--image", type=int, default=16, help="image height and "
+                   "width")
+    r.add_argument("--channels", type=int, default=3)
+    r.add_argument("--width", type=int, default=16,
+                   help="channels of the first stage (doubled in the second)")
+    r.add_argument("--blocks", type=int, default=1,
+                   help="residual blocks per stage")
+    r.add_argument("--layers", type=int, default=1, help=argparse.SUPPRESS)
+    r.add_argument("--classes", type=int, default=10)
+    for p in (m, t, r):
         p.add_argument("--hand-written", action="store_true",
                        help="emit a whole training step with a hand-written "
                             "loss, backward pass and update instead of the "
@@ -495,7 +600,13 @@ def main():
                 and key not in ("min_ops",) and value < 1):
             ap.error(f"--{key.replace('_', '-')} must be at least 1")
 
-    gen = gen_mlp if a.model == "mlp" else gen_transformer
+    if a.model == "resnet":
+        if a.hand_written:
+            ap.error("resnet has no hand-written form: it is a forward "
+                     "function for tg-make-train-step")
+        a.blocks = max(a.blocks, a.layers)
+    gen = {"mlp": gen_mlp, "transformer": gen_transformer,
+           "resnet": gen_resnet}[a.model]
     step = gen(a)
     if a.min_ops > step.ops:
         # Ops grow linearly with layers: extrapolate from two sizes.
@@ -506,10 +617,12 @@ def main():
     sizes = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in vars(a).items()
                       if k not in ("model", "output", "min_ops", "source_name",
                                    "hand_written")
+                      and not (a.model == "resnet" and k == "layers")
                       and (a.hand_written or k not in ("lr", "momentum")))
     what = ("training step with a hand-written backward pass" if
             a.hand_written else "forward function")
-    article = "An MLP" if a.model == "mlp" else "A transformer"
+    article = {"mlp": "An MLP", "transformer": "A transformer",
+               "resnet": "A ResNet-style CNN"}[a.model]
     header = [f"{article} {what} generated by utils/generate-train-step.py"
               f"{' --hand-written' if a.hand_written else ''}.",
               f"{sizes}; {step.ops} ops.", ""]

@@ -38,6 +38,8 @@ ModelShape runner::inspectModel(func::FuncOp step) {
     if (auto gather = dyn_cast<tg::GatherOp>(op))
       if (isa<BlockArgument>(gather.getIds()))
         shape.vocabulary = gather.getTable().getType().getShape().front();
+    if (auto conv = dyn_cast<tg::Conv2dOp>(op))
+      shape.channelsLast |= conv.getChannelsLast();
   });
   return shape;
 }
@@ -105,6 +107,58 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
   bool floatInput = x.type == MP_F32 || x.type == MP_F64 ||
                     x.type == MP_F16 || x.type == MP_BF16;
   bool intLabel = y.type == MP_I32 || y.type == MP_I64;
+
+  if (floatInput && intLabel && y.shape.size() == 1 && x.shape.size() == 4) {
+    // Images: a class's pattern somewhere in noise.
+    int64_t classes = model.classes;
+    if (classes < 2)
+      return unsupported("the class count could not be read off a "
+                         "tg.softmax_cross_entropy");
+    bool last = model.channelsLast;
+    int64_t channels = last ? x.shape[3] : x.shape[1],
+            height = last ? x.shape[1] : x.shape[2],
+            width = last ? x.shape[2] : x.shape[3];
+    int64_t size = std::min<int64_t>({5, height, width});
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<double> patterns(classes * channels * size * size);
+    for (double &v : patterns)
+      v = normal(rng);
+    std::uniform_int_distribution<int64_t> pickClass(0, classes - 1),
+        pickY(0, height - size), pickX(0, width - size);
+    auto make = [&](int64_t n, std::map<unsigned, HostTensor> &split) {
+      HostTensor xs(x.type, withSamples(x, n)), ys(y.type, {n});
+      int64_t pixels = channels * height * width;
+      for (int64_t s = 0; s < n; ++s) {
+        int64_t k = pickClass(rng), y0 = pickY(rng), x0 = pickX(rng);
+        auto at = [&](int64_t c, int64_t yy, int64_t xx) {
+          return s * pixels + (last ? (yy * width + xx) * channels + c
+                                    : (c * height + yy) * width + xx);
+        };
+        for (int64_t c = 0; c < channels; ++c)
+          for (int64_t yy = 0; yy < height; ++yy)
+            for (int64_t xx = 0; xx < width; ++xx) {
+              double v = 0.5 * normal(rng);
+              if (yy >= y0 && yy < y0 + size && xx >= x0 && xx < x0 + size)
+                v += patterns[((k * channels + c) * size + (yy - y0)) * size +
+                              (xx - x0)];
+              xs.setFloat(at(c, yy, xx), v);
+            }
+        ys.setInt(s, k);
+      }
+      split[inputs[0]] = std::move(xs);
+      split[labels[0]] = std::move(ys);
+    };
+    make(trainSamples, data.train);
+    make(evalSamples, data.eval);
+    data.description = "synthetic images: one of " + std::to_string(classes) +
+                       " random " + std::to_string(size) + "x" +
+                       std::to_string(size) + " patterns at a random place "
+                       "in noise (" +
+                       std::to_string(channels) + "x" +
+                       std::to_string(height) + "x" + std::to_string(width) +
+                       (last ? ", NHWC)" : ", NCHW)");
+    return data;
+  }
 
   if (floatInput && intLabel && y.shape.size() == 1) {
     // Classification by a random teacher network.

@@ -15,6 +15,10 @@
 //     t is the token at t - 1 (at 0, the token itself), modulo the classes:
 //     it needs attention to the previous position.
 //   - regression: x ~ N(0, 1), target = tanh(x A) for a fixed random A.
+//   - images (a rank-4 input): noise with one class's fixed random 5x5
+//     pattern added at a random position; the label is the class. Learnable
+//     by a convolutional network with pooling (the pattern may be anywhere),
+//     not by matching pixels.
 // Or arrays from .npy files, with held-out arrays for evaluation
 // (--eval-data), or else evaluation on the training arrays, which the
 // runner then reports as training accuracy.
@@ -53,6 +57,8 @@ struct Dataset {
 struct ModelShape {
   int64_t classes = 0;
   int64_t vocabulary = 0;
+  /// Whether the convolutions of an image model read NHWC.
+  bool channelsLast = false;
 };
 
 /// Reads the class and vocabulary counts off the (unlowered) step.

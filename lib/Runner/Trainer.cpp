@@ -128,7 +128,10 @@ llvm::Error Trainer::initialize(uint64_t seed) {
     // Seeded by the name, so variants of one model (FP32, AMP) start equal.
     std::mt19937_64 rng(fnv1a(a.name.data(), a.name.size(),
                               0xcbf29ce484222325ull ^ seed));
-    int64_t fanIn = t.numElements() / a.shape.back();
+    // Matrices are [in, out]; convolution filters [out, in / groups, kh,
+    // kw], whose fan-in is the rest of the filter.
+    int64_t fanIn = a.shape.size() == 4 ? t.numElements() / a.shape.front()
+                                        : t.numElements() / a.shape.back();
     double bound = 1.0 / std::sqrt(double(fanIn));
     std::uniform_real_distribution<double> uniform(-bound, bound);
     for (int64_t i = 0; i < t.numElements(); ++i)

@@ -10,6 +10,8 @@
 
 #include "mp/Runtime/MPRuntime.h"
 
+#include <initializer_list>
+
 namespace mp::rt {
 
 inline bool isFloatType(mpElementType t) {
@@ -73,6 +75,86 @@ inline bool layerNormShape(const mpTensor *x, const mpTensor *scale,
       cols *= x->shape[d];
   }
   return !stat || mpNumElements(stat) == rows;
+}
+
+/// A rank-4 activation as N, C, H, W in either layout, with its element
+/// index.
+struct Act {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  bool channelsLast = false;
+
+  bool init(const mpTensor *t, bool last) {
+    if (!t || !t->data || t->rank != 4 || !isFloatType(t->elementType))
+      return false;
+    channelsLast = last;
+    n = t->shape[0];
+    c = last ? t->shape[3] : t->shape[1];
+    h = last ? t->shape[1] : t->shape[2];
+    w = last ? t->shape[2] : t->shape[3];
+    return n > 0 && c > 0 && h > 0 && w > 0;
+  }
+  int64_t at(int64_t b, int64_t ch, int64_t y, int64_t x) const {
+    return channelsLast ? ((b * h + y) * w + x) * c + ch
+                        : ((b * c + ch) * h + y) * w + x;
+  }
+};
+
+/// The geometry of one window sweep, checked: `input` and `out` are
+/// activations whose spatial sizes agree with `kh`, `kw` and `win`.
+inline bool windowShape(const Act &in, const Act &out, int64_t kh, int64_t kw,
+                        const mpWindow *win) {
+  if (!win || win->strides[0] < 1 || win->strides[1] < 1 ||
+      win->dilations[0] < 1 || win->dilations[1] < 1 || kh < 1 || kw < 1)
+    return false;
+  for (int k = 0; k < 4; ++k)
+    if (win->padding[k] < 0)
+      return false;
+  int64_t eh = (kh - 1) * win->dilations[0] + 1,
+          ew = (kw - 1) * win->dilations[1] + 1;
+  int64_t ph = in.h + win->padding[0] + win->padding[2],
+          pw = in.w + win->padding[1] + win->padding[3];
+  return ph >= eh && pw >= ew && out.n == in.n &&
+         out.h == (ph - eh) / win->strides[0] + 1 &&
+         out.w == (pw - ew) / win->strides[1] + 1;
+}
+
+/// A convolution's input, filter and output, checked.
+struct ConvShape {
+  Act in, out;
+  int64_t kh = 0, kw = 0, groups = 1;
+  bool init(const mpTensor *input, const mpTensor *filter,
+            const mpTensor *output, const mpWindow *win) {
+    if (!win || !filter || !filter->data || filter->rank != 4 ||
+        !isFloatType(filter->elementType) ||
+        !in.init(input, win->channelsLast) ||
+        !out.init(output, win->channelsLast))
+      return false;
+    groups = win->groups;
+    kh = filter->shape[2];
+    kw = filter->shape[3];
+    return groups >= 1 && in.c % groups == 0 && out.c % groups == 0 &&
+           filter->shape[0] == out.c && filter->shape[1] * groups == in.c &&
+           windowShape(in, out, kh, kw, win);
+  }
+  int64_t filterAt(int64_t o, int64_t ci, int64_t y, int64_t x) const {
+    return ((o * (in.c / groups) + ci) * kh + y) * kw + x;
+  }
+};
+
+/// A batch norm's activation and per-channel tensors, checked.
+inline bool batchNormShape(const mpTensor *x, const mpTensor *y,
+                           std::initializer_list<const mpTensor *> perChannel,
+                           int32_t channelsLast, Act &act) {
+  Act other;
+  if (!act.init(x, channelsLast) || !other.init(y, channelsLast) ||
+      other.n != act.n || other.c != act.c || other.h != act.h ||
+      other.w != act.w)
+    return false;
+  for (const mpTensor *t : perChannel)
+    if (!t || !t->data || !isFloatType(t->elementType) ||
+        mpNumElements(t) != act.c)
+      return false;
+  return true;
 }
 
 /// The arguments of mpUnscaleGrads.

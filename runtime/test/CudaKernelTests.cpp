@@ -400,6 +400,85 @@ std::vector<Case> cases() {
     };
     all.push_back(std::move(g));
   }
+  // Convolutions (strides, dilation, asymmetric padding, groups, both
+  // layouts), pooling and batch norm against the CPU's reference loops.
+  for (mpElementType t : floats) {
+    for (int last = 0; last < 2; ++last) {
+      auto act = [&](int64_t c, int64_t h, int64_t w) {
+        return last ? std::vector<int64_t>{4, h, w, c}
+                    : std::vector<int64_t>{4, c, h, w};
+      };
+      // 12 -> 16 channels in 2 groups, 3x3 kernel, stride (2, 1), dilation
+      // (1, 2), padding (1, 0, 2, 1): 17x15 -> 9x12.
+      auto geometry = [=](Words &w, int64_t pass) {
+        w.push_back(pass); w.push_back(MP_F32);
+        for (int64_t v : {2, 1, 1, 0, 2, 1, 1, 2, 2})
+          w.push_back(v);
+        w.push_back(last);
+      };
+      std::string layout = last ? " nhwc " : " nchw ";
+      Case c{"conv2d" + layout + typeName(t), ENTRY(conv2d), {}, 54, nullptr};
+      int x = random(c, t, act(12, 17, 15)), f = random(c, t, {16, 6, 3, 3});
+      int y = output(c, t, act(16, 9, 12));
+      c.fields = [=](Words &w, const Emit &e) { geometry(w, 0); e(x); e(f); e(y); };
+      all.push_back(std::move(c));
+      Case gi{"conv2d_grad_input" + layout + typeName(t), ENTRY(conv2d), {}, 72, nullptr};
+      int dy = random(gi, t, act(16, 9, 12)), gf = random(gi, t, {16, 6, 3, 3});
+      int dx = output(gi, t, act(12, 17, 15));
+      gi.fields = [=](Words &w, const Emit &e) { geometry(w, 1); e(dy); e(gf); e(dx); };
+      all.push_back(std::move(gi));
+      Case gw{"conv2d_grad_filter" + layout + typeName(t), ENTRY(conv2d), {}, 432, nullptr};
+      int dy2 = random(gw, t, act(16, 9, 12)), gx = random(gw, t, act(12, 17, 15));
+      int df = output(gw, MP_F32, {16, 6, 3, 3});
+      gw.fields = [=](Words &w, const Emit &e) { geometry(w, 2); e(dy2); e(gx); e(df); };
+      all.push_back(std::move(gw));
+      for (int kind : {MP_POOL_MAX, MP_POOL_AVG, MP_POOL_AVG_INCLUDE_PAD}) {
+        auto pool = [=](Words &w) {
+          w.push_back(kind); w.push_back(MP_F32);
+          for (int64_t v : {3, 2, 2, 2, 1, 0, 2, 1}) // window, strides, padding
+            w.push_back(v);
+          w.push_back(last);
+        };
+        std::string name = kind == MP_POOL_MAX ? "max_pool" : kind == MP_POOL_AVG ? "avg_pool" : "avg_pool_pad";
+        Case p{name + layout + typeName(t), ENTRY(pool2d), {}, 6, nullptr};
+        int px = random(p, t, act(5, 17, 15)), py = output(p, t, act(5, 9, 8));
+        p.fields = [=](Words &w, const Emit &e) { pool(w); e(px); e(py); };
+        all.push_back(std::move(p));
+        Case pg{name + "_grad" + layout + typeName(t), ENTRY(pool2d_grad), {}, 6, nullptr};
+        int pdy = random(pg, t, act(5, 9, 8)), pin = random(pg, t, act(5, 17, 15));
+        int pdx = output(pg, t, act(5, 17, 15));
+        pg.fields = [=](Words &w, const Emit &e) {
+          pool(w); w.push_back(kind == MP_POOL_MAX);
+          e(pdy); if (kind == MP_POOL_MAX) e(pin); e(pdx);
+        };
+        all.push_back(std::move(pg));
+      }
+      Case bn{"batch_norm" + layout + typeName(t), ENTRY(batch_norm), {}, 600, nullptr};
+      int bx = random(bn, t, act(6, 10, 15), -3, 5);
+      int bs = random(bn, MP_F32, {6}, 0.5, 1.5), bb = random(bn, MP_F32, {6});
+      int rm = random(bn, MP_F32, {6}), rv = random(bn, MP_F32, {6}, 0.5, 2);
+      int by = output(bn, t, act(6, 10, 15));
+      int bm = output(bn, MP_F32, {6}), br = output(bn, MP_F32, {6});
+      int nm = output(bn, MP_F32, {6}), nv = output(bn, MP_F32, {6});
+      bn.fields = [=](Words &w, const Emit &e) {
+        w.push_back(bits(1e-5)); w.push_back(bits(0.1)); w.push_back(last);
+        w.push_back(MP_F32);
+        e(bx); e(bs); e(bb); e(rm); e(rv); e(by); e(bm); e(br); e(nm); e(nv);
+      };
+      all.push_back(std::move(bn));
+      Case bg{"batch_norm_grad" + layout + typeName(t), ENTRY(batch_norm_grad), {}, 600, nullptr};
+      int gdy = random(bg, t, act(6, 10, 15)), gbx = random(bg, t, act(6, 10, 15));
+      int gsc = random(bg, MP_F32, {6}, 0.5, 1.5);
+      int gme = random(bg, MP_F32, {6}, -0.1, 0.1), grs = random(bg, MP_F32, {6}, 0.5, 1.5);
+      int gdx = output(bg, t, act(6, 10, 15));
+      int gds = output(bg, MP_F32, {6}), gdb = output(bg, MP_F32, {6});
+      bg.fields = [=](Words &w, const Emit &e) {
+        w.push_back(last); w.push_back(MP_F32);
+        e(gdy); e(gbx); e(gsc); e(gme); e(grs); e(gdx); e(gds); e(gdb);
+      };
+      all.push_back(std::move(bg));
+    }
+  }
   for (mpElementType t : floats) {
     Case c{std::string("gather ") + typeName(t), ENTRY(gather), {}, 1, nullptr};
     int table = random(c, t, {100, 48});

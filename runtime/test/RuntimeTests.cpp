@@ -1,6 +1,6 @@
 //===- RuntimeTests.cpp - CPU runtime kernels against references ----------===//
 //
-// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement> [seed]
+// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv> [seed]
 //
 // Each suite compares the runtime with a reference written here from the
 // specification, independently of the runtime's code:
@@ -1008,6 +1008,437 @@ double finiteDifferenceError(std::vector<double> &x,
   return worst;
 }
 
+/// A convolution's geometry with NCHW/NHWC indexing, for the references.
+struct ConvCase {
+  int64_t n, c, h, w, o, kh, kw, groups;
+  mpWindow win{};
+  int64_t oh = 0, ow = 0;
+  std::vector<int64_t> act(int64_t ch, int64_t hh, int64_t ww) const {
+    return win.channelsLast ? std::vector<int64_t>{n, hh, ww, ch}
+                            : std::vector<int64_t>{n, ch, hh, ww};
+  }
+  int64_t at(int64_t ch, int64_t hh, int64_t ww, int64_t b, int64_t cc,
+             int64_t y, int64_t x) const {
+    return win.channelsLast ? ((b * hh + y) * ww + x) * ch + cc
+                            : ((b * ch + cc) * hh + y) * ww + x;
+  }
+};
+
+/// A random convolution that fits: odd sizes, strides, dilations,
+/// asymmetric padding, groups (depthwise too) and both layouts.
+ConvCase randomConv(std::mt19937_64 &rng) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + int64_t(rng() % uint64_t(hi - lo + 1));
+  };
+  for (;;) {
+    ConvCase k;
+    k.groups = std::vector<int64_t>{1, 1, 2, 3}[rng() % 4];
+    k.n = pick(1, 3);
+    k.c = k.groups * pick(1, 3);
+    k.o = rng() % 4 == 0 ? k.c : k.groups * pick(1, 3); // depthwise at times
+    k.h = pick(4, 11);
+    k.w = pick(4, 11);
+    k.kh = pick(1, 4);
+    k.kw = pick(1, 4);
+    k.win.strides[0] = pick(1, 3);
+    k.win.strides[1] = pick(1, 3);
+    k.win.dilations[0] = pick(1, 2);
+    k.win.dilations[1] = pick(1, 2);
+    for (int64_t &p : k.win.padding)
+      p = pick(0, 2);
+    k.win.groups = k.groups;
+    k.win.channelsLast = int32_t(rng() % 2);
+    int64_t eh = (k.kh - 1) * k.win.dilations[0] + 1,
+            ew = (k.kw - 1) * k.win.dilations[1] + 1;
+    int64_t ph = k.h + k.win.padding[0] + k.win.padding[2],
+            pw = k.w + k.win.padding[1] + k.win.padding[3];
+    if (ph < eh || pw < ew)
+      continue;
+    k.oh = (ph - eh) / k.win.strides[0] + 1;
+    k.ow = (pw - ew) / k.win.strides[1] + 1;
+    return k;
+  }
+}
+
+/// The f64 convolution, straight from the definition; `absSum` gets the
+/// sum of |products| per output (for rounding bounds).
+std::vector<double> referenceConv(const ConvCase &k,
+                                  const std::vector<double> &x,
+                                  const std::vector<double> &f,
+                                  std::vector<double> *absSum = nullptr) {
+  std::vector<double> y(size_t(k.n * k.o * k.oh * k.ow));
+  if (absSum)
+    absSum->assign(y.size(), 0);
+  int64_t cg = k.c / k.groups, og = k.o / k.groups;
+  for (int64_t b = 0; b < k.n; ++b)
+    for (int64_t o = 0; o < k.o; ++o)
+      for (int64_t oy = 0; oy < k.oh; ++oy)
+        for (int64_t ox = 0; ox < k.ow; ++ox) {
+          double acc = 0, abs = 0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ky = 0; ky < k.kh; ++ky)
+              for (int64_t kx = 0; kx < k.kw; ++kx) {
+                int64_t y0 = oy * k.win.strides[0] - k.win.padding[0] +
+                             ky * k.win.dilations[0];
+                int64_t x0 = ox * k.win.strides[1] - k.win.padding[1] +
+                             kx * k.win.dilations[1];
+                if (y0 < 0 || y0 >= k.h || x0 < 0 || x0 >= k.w)
+                  continue;
+                double p = x[size_t(k.at(k.c, k.h, k.w, b, (o / og) * cg + ci,
+                                         y0, x0))] *
+                           f[size_t(((o * cg + ci) * k.kh + ky) * k.kw + kx)];
+                acc += p;
+                abs += std::fabs(p);
+              }
+          size_t i = size_t(k.at(k.o, k.oh, k.ow, b, o, oy, ox));
+          y[i] = acc;
+          if (absSum)
+            (*absSum)[i] = abs;
+        }
+  return y;
+}
+
+double dot(const std::vector<double> &a, const std::vector<double> &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+void testConvolution(std::mt19937_64 &rng) {
+  const double u32 = std::ldexp(1.0, -24);
+  bool f64Ok = true, adjointOk = true, libraryOk = true, loopsOk = true,
+       bf16Ok = true;
+  int64_t runs = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    ConvCase k = randomConv(rng);
+    F64 x(k.act(k.c, k.h, k.w), rng),
+        f({k.o, k.c / k.groups, k.kh, k.kw}, rng),
+        dy(k.act(k.o, k.oh, k.ow), rng);
+    std::vector<double> absSum;
+    std::vector<double> ref = referenceConv(k, x.v, f.v, &absSum);
+    // f64 through the runtime: the reference loops (oneDNN takes f32 only).
+    std::vector<double> y(ref.size()), dx(x.v.size()), df(f.v.size());
+    mpTensor X = x.t(), F = f.t(), DY = dy.t(),
+             Y = tensorOfShape(y.data(), MP_F64, k.act(k.o, k.oh, k.ow)),
+             DX = tensorOfShape(dx.data(), MP_F64, x.shape),
+             DF = tensorOfShape(df.data(), MP_F64, f.shape);
+    f64Ok &= mpConv2d(&X, &F, &Y, &k.win, MP_F64) == MP_OK;
+    for (size_t i = 0; i < ref.size(); ++i)
+      f64Ok &= std::fabs(y[i] - ref[i]) <= 1e-12 * (1 + absSum[i]);
+    // The gradients are the adjoints: <conv(x, f), dy> = <x, dx> = <f, df>.
+    adjointOk &= mpConv2dGradInput(&DY, &F, &DX, &k.win, MP_F64) == MP_OK &&
+                 mpConv2dGradFilter(&DY, &X, &DF, &k.win, MP_F64) == MP_OK;
+    double lhs = dot(ref, dy.v);
+    adjointOk &= std::fabs(dot(x.v, dx) - lhs) <= 1e-10 * (1 + std::fabs(lhs));
+    adjointOk &= std::fabs(dot(f.v, df) - lhs) <= 1e-10 * (1 + std::fabs(lhs));
+
+    // f32 and bf16 storage with f32 accumulation, through oneDNN and
+    // through the loops: within the accumulation bound of the f64 result on
+    // the same (rounded) inputs. The gradients likewise, against the f64
+    // gradients of the rounded inputs.
+    for (mpElementType storage : {MP_F32, MP_BF16}) {
+      auto round = [&](const std::vector<double> &v) {
+        std::vector<double> r(v);
+        for (double &e : r)
+          e = storage == MP_F32 ? double(float(e))
+                                : double(mpBF16ToF32(mpF32ToBF16(float(e))));
+        return r;
+      };
+      auto encode = [&](const std::vector<double> &v) {
+        std::vector<uint32_t> out(v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          float e = float(v[i]);
+          if (storage == MP_F32)
+            std::memcpy(&out[i], &e, 4);
+          else
+            out[i] = mpF32ToBF16(e);
+        }
+        return out;
+      };
+      // bf16 buffers are packed 16-bit: copy into uint16 storage.
+      auto pack = [&](const std::vector<uint32_t> &w) {
+        std::vector<uint16_t> h(w.size());
+        for (size_t i = 0; i < w.size(); ++i)
+          h[i] = uint16_t(w[i]);
+        return h;
+      };
+      std::vector<double> xr = round(x.v), fr = round(f.v), dyr = round(dy.v);
+      std::vector<double> sum;
+      std::vector<double> want = referenceConv(k, xr, fr, &sum);
+      std::vector<double> dxWant(x.v.size()), dfWant(f.v.size());
+      {
+        mpTensor Xr = tensorOfShape(xr.data(), MP_F64, x.shape),
+                 Fr = tensorOfShape(fr.data(), MP_F64, f.shape),
+                 DYr = tensorOfShape(dyr.data(), MP_F64, dy.shape),
+                 DXw = tensorOfShape(dxWant.data(), MP_F64, x.shape),
+                 DFw = tensorOfShape(dfWant.data(), MP_F64, f.shape);
+        mpConv2dGradInput(&DYr, &Fr, &DXw, &k.win, MP_F64);
+        mpConv2dGradFilter(&DYr, &Xr, &DFw, &k.win, MP_F64);
+      }
+      std::vector<uint32_t> xw = encode(x.v), fw = encode(f.v),
+                            dyw = encode(dy.v);
+      std::vector<uint16_t> xh = pack(xw), fh = pack(fw), dyh = pack(dyw);
+      void *xp = storage == MP_F32 ? (void *)xw.data() : (void *)xh.data();
+      void *fp = storage == MP_F32 ? (void *)fw.data() : (void *)fh.data();
+      void *dyp = storage == MP_F32 ? (void *)dyw.data() : (void *)dyh.data();
+      for (int library = 1; library >= 0; --library) {
+        mpUseLibraryKernels(library);
+        std::vector<float> out(want.size()), gx(x.v.size()), gf(f.v.size());
+        mpTensor Xs = tensorOfShape(xp, storage, x.shape),
+                 Fs = tensorOfShape(fp, storage, f.shape),
+                 DYs = tensorOfShape(dyp, storage, dy.shape),
+                 O = tensorOfShape(out.data(), MP_F32, k.act(k.o, k.oh, k.ow)),
+                 GX = tensorOfShape(gx.data(), MP_F32, x.shape),
+                 GF = tensorOfShape(gf.data(), MP_F32, f.shape);
+        bool ok = mpConv2d(&Xs, &Fs, &O, &k.win, MP_F32) == MP_OK &&
+                  mpConv2dGradInput(&DYs, &Fs, &GX, &k.win, MP_F32) ==
+                      MP_OK &&
+                  mpConv2dGradFilter(&DYs, &Xs, &GF, &k.win, MP_F32) == MP_OK;
+        int64_t terms = (k.c / k.groups) * k.kh * k.kw;
+        for (size_t i = 0; ok && i < want.size(); ++i)
+          ok &= std::fabs(out[i] - want[i]) <=
+                (2 * terms + 2) * u32 * sum[i] + 1e-30;
+        // Gradient sums have more terms; bound them by the sum of |terms|
+        // through the f64 gradient of |inputs|.
+        double gxScale = 0, gfScale = 0;
+        for (double v : dxWant)
+          gxScale = std::max(gxScale, std::fabs(v));
+        for (double v : dfWant)
+          gfScale = std::max(gfScale, std::fabs(v));
+        int64_t gfTerms = k.n * k.oh * k.ow;
+        for (size_t i = 0; ok && i < dxWant.size(); ++i)
+          ok &= std::fabs(gx[i] - dxWant[i]) <=
+                (2 * terms * k.o + 2) * u32 * (gxScale + 1) * 4;
+        for (size_t i = 0; ok && i < dfWant.size(); ++i)
+          ok &= std::fabs(gf[i] - dfWant[i]) <=
+                (2 * gfTerms + 2) * u32 * (gfScale + 1) * 4;
+        (storage == MP_BF16 ? bf16Ok : library ? libraryOk : loopsOk) &= ok;
+        ++runs;
+      }
+      mpUseLibraryKernels(1);
+    }
+  }
+  check(f64Ok, "conv2d in f64 equals the direct f64 sum (40 random "
+               "geometries: strides, dilations, asymmetric padding, groups, "
+               "depthwise, NCHW and NHWC)");
+  check(adjointOk, "conv2d_grad_input and conv2d_grad_filter are the "
+                   "adjoints of conv2d in f64");
+  check(libraryOk, "conv2d and its gradients in f32 through the library "
+                   "path (oneDNN) are within the f32 accumulation bound of "
+                   "f64");
+  check(loopsOk, "conv2d and its gradients in f32 through the reference "
+                 "loops are within the f32 accumulation bound of f64");
+  check(bf16Ok, "conv2d and its gradients on bf16 storage (library and "
+                "loops) are within the f32 accumulation bound of f64 on the "
+                "same bf16 values");
+  (void)runs;
+}
+
+void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
+  const double fdTol = 1e-6;
+  // Pools: f64 against direct formulas; gradients by central differences
+  // (distinct random values keep each window's maximum stable).
+  bool poolOk = true, poolGradOk = true;
+  for (int trial = 0; trial < 20; ++trial) {
+    auto pick = [&](int64_t lo, int64_t hi) {
+      return lo + int64_t(rng() % uint64_t(hi - lo + 1));
+    };
+    mpWindow w{};
+    w.window[0] = pick(1, 3);
+    w.window[1] = pick(1, 3);
+    w.strides[0] = pick(1, 3);
+    w.strides[1] = pick(1, 3);
+    w.dilations[0] = w.dilations[1] = 1;
+    w.padding[0] = pick(0, w.window[0] - 1);
+    w.padding[2] = pick(0, w.window[0] - 1);
+    w.padding[1] = pick(0, w.window[1] - 1);
+    w.padding[3] = pick(0, w.window[1] - 1);
+    w.channelsLast = int32_t(rng() % 2);
+    int64_t n = pick(1, 2), c = pick(1, 3), h = pick(3, 8), wd = pick(3, 8);
+    int64_t oh = (h + w.padding[0] + w.padding[2] - w.window[0]) /
+                     w.strides[0] + 1,
+            ow = (wd + w.padding[1] + w.padding[3] - w.window[1]) /
+                     w.strides[1] + 1;
+    auto shape = [&](int64_t hh, int64_t ww) {
+      return w.channelsLast ? std::vector<int64_t>{n, hh, ww, c}
+                            : std::vector<int64_t>{n, c, hh, ww};
+    };
+    auto at = [&](int64_t hh, int64_t ww, int64_t b, int64_t ch, int64_t y,
+                  int64_t x) {
+      return size_t(w.channelsLast ? ((b * hh + y) * ww + x) * c + ch
+                                   : ((b * c + ch) * hh + y) * ww + x);
+    };
+    F64 x(shape(h, wd), rng), dy(shape(oh, ow), rng);
+    for (mpPoolKind kind : {MP_POOL_MAX, MP_POOL_AVG, MP_POOL_AVG_INCLUDE_PAD}) {
+      auto run = [&](std::vector<double> &out) {
+        mpTensor X = x.t(), Y = tensorOfShape(out.data(), MP_F64,
+                                              shape(oh, ow));
+        return mpPool2d(kind, &X, &Y, &w, MP_F64) == MP_OK;
+      };
+      std::vector<double> y(dy.v.size());
+      poolOk &= run(y);
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t oy = 0; oy < oh; ++oy)
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              int64_t y0 = oy * w.strides[0] - w.padding[0],
+                      x0 = ox * w.strides[1] - w.padding[1];
+              double acc = kind == MP_POOL_MAX ? -INFINITY : 0;
+              int64_t count = 0;
+              for (int64_t yy = y0; yy < y0 + w.window[0]; ++yy)
+                for (int64_t xx = x0; xx < x0 + w.window[1]; ++xx) {
+                  bool inside = yy >= 0 && yy < h && xx >= 0 && xx < wd;
+                  if (kind == MP_POOL_AVG_INCLUDE_PAD)
+                    count += yy < h + w.padding[2] && xx < wd + w.padding[3];
+                  if (!inside)
+                    continue;
+                  double v = x.v[at(h, wd, b, ch, yy, xx)];
+                  if (kind == MP_POOL_MAX)
+                    acc = std::max(acc, v);
+                  else
+                    acc += v;
+                  if (kind == MP_POOL_AVG)
+                    ++count;
+                }
+              if (kind != MP_POOL_MAX)
+                acc /= double(count);
+              poolOk &= std::fabs(y[at(oh, ow, b, ch, oy, ox)] - acc) <=
+                        1e-13 * (1 + std::fabs(acc));
+            }
+      std::vector<double> dx(x.v.size());
+      mpTensor DY = dy.t(), X = x.t(),
+               DX = tensorOfShape(dx.data(), MP_F64, x.shape);
+      poolGradOk &= mpPool2dGrad(kind, &DY, kind == MP_POOL_MAX ? &X : nullptr,
+                                 &DX, &w, MP_F64) == MP_OK;
+      poolGradOk &= finiteDifferenceError(x.v, dx, [&] {
+                      std::vector<double> out(dy.v.size());
+                      run(out);
+                      return dot(out, dy.v);
+                    }) < fdTol;
+    }
+  }
+  check(poolOk, "max, average and count-include-pad average pooling in f64 "
+                "match the direct formulas (20 random windows, strides, "
+                "paddings, both layouts)");
+  check(poolGradOk, "pooling gradients match central differences");
+
+  // Batch norm: forward against f64 formulas (batch statistics, unbiased
+  // running variance), gradients of x, scale and bias by differences.
+  bool bnOk = true, bnGradOk = true, bnInferenceOk = true;
+  for (int32_t last = 0; last < 2; ++last) {
+    int64_t n = 3, c = 4, h = 5, wd = 3;
+    std::vector<int64_t> shape = last ? std::vector<int64_t>{n, h, wd, c}
+                                      : std::vector<int64_t>{n, c, h, wd};
+    F64 x(shape, rng), r(shape, rng), g({c}, rng), b({c}, rng),
+        rm({c}, rng), rv({c}, rng, 0.5, 2);
+    auto index = [&](int64_t bb, int64_t ch, int64_t y, int64_t xx) {
+      return size_t(last ? ((bb * h + y) * wd + xx) * c + ch
+                         : ((bb * c + ch) * h + y) * wd + xx);
+    };
+    std::vector<double> y(x.v.size()), mean(c), rstd(c), nrm(c), nrv(c);
+    auto run = [&](std::vector<double> &out) {
+      mpTensor X = x.t(), G = g.t(), B = b.t(), RM = rm.t(), RV = rv.t(),
+               Y = tensorOfShape(out.data(), MP_F64, shape),
+               M = tensorOfShape(mean.data(), MP_F64, {c}),
+               S = tensorOfShape(rstd.data(), MP_F64, {c}),
+               NM = tensorOfShape(nrm.data(), MP_F64, {c}),
+               NV = tensorOfShape(nrv.data(), MP_F64, {c});
+      return mpBatchNorm(&X, &G, &B, &RM, &RV, &Y, &M, &S, &NM, &NV, 1e-5f,
+                         0.1f, last, MP_F64) == MP_OK;
+    };
+    bnOk &= run(y);
+    int64_t count = n * h * wd;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double mu = 0, sq = 0;
+      for (int64_t bb = 0; bb < n; ++bb)
+        for (int64_t yy = 0; yy < h; ++yy)
+          for (int64_t xx = 0; xx < wd; ++xx)
+            mu += x.v[index(bb, ch, yy, xx)];
+      mu /= double(count);
+      for (int64_t bb = 0; bb < n; ++bb)
+        for (int64_t yy = 0; yy < h; ++yy)
+          for (int64_t xx = 0; xx < wd; ++xx)
+            sq += std::pow(x.v[index(bb, ch, yy, xx)] - mu, 2);
+      double rs = 1 / std::sqrt(sq / double(count) + double(1e-5f));
+      bnOk &= std::fabs(mean[ch] - mu) < 1e-12 && std::fabs(rstd[ch] - rs) <
+              1e-10 * rs;
+      bnOk &= std::fabs(nrm[ch] - (0.9 * rm.v[ch] + 0.1 * mu)) < 1e-7 &&
+              std::fabs(nrv[ch] - (0.9 * rv.v[ch] +
+                                   0.1 * sq / double(count - 1))) < 1e-7;
+      for (int64_t bb = 0; bb < n; ++bb)
+        for (int64_t yy = 0; yy < h; ++yy)
+          for (int64_t xx = 0; xx < wd; ++xx) {
+            size_t i = index(bb, ch, yy, xx);
+            double want = (x.v[i] - mu) * rs * g.v[ch] + b.v[ch];
+            bnOk &= std::fabs(y[i] - want) < 1e-10 * (1 + std::fabs(want));
+          }
+    }
+    std::vector<double> dx(x.v.size()), dg(c), db(c);
+    mpTensor R = r.t(), X = x.t(), G = g.t(),
+             M = tensorOfShape(mean.data(), MP_F64, {c}),
+             S = tensorOfShape(rstd.data(), MP_F64, {c}),
+             DX = tensorOfShape(dx.data(), MP_F64, shape),
+             DG = tensorOfShape(dg.data(), MP_F64, {c}),
+             DB = tensorOfShape(db.data(), MP_F64, {c});
+    bnGradOk &= mpBatchNormGrad(&R, &X, &G, &M, &S, &DX, &DG, &DB, last,
+                                MP_F64) == MP_OK;
+    auto loss = [&] {
+      std::vector<double> out(x.v.size());
+      run(out);
+      return dot(out, r.v);
+    };
+    bnGradOk &= finiteDifferenceError(x.v, dx, loss) < fdTol &&
+                finiteDifferenceError(g.v, dg, loss) < fdTol &&
+                finiteDifferenceError(b.v, db, loss) < fdTol;
+    // Inference with the running statistics.
+    std::vector<double> yi(x.v.size());
+    mpTensor B = b.t(), RM = rm.t(), RV = rv.t(),
+             YI = tensorOfShape(yi.data(), MP_F64, shape);
+    bnInferenceOk &= mpBatchNormInference(&X, &G, &B, &RM, &RV, &YI, 1e-5f,
+                                          last, MP_F64) == MP_OK;
+    for (int64_t bb = 0; bb < n; ++bb)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t yy = 0; yy < h; ++yy)
+          for (int64_t xx = 0; xx < wd; ++xx) {
+            size_t i = index(bb, ch, yy, xx);
+            double want = (x.v[i] - rm.v[ch]) /
+                              std::sqrt(rv.v[ch] + double(1e-5f)) * g.v[ch] +
+                          b.v[ch];
+            bnInferenceOk &= std::fabs(yi[i] - want) <
+                             1e-10 * (1 + std::fabs(want));
+          }
+  }
+  check(bnOk, "batch_norm (training) in f64: batch mean and rstd, output, "
+              "running statistics with momentum and the unbiased variance, "
+              "NCHW and NHWC");
+  check(bnGradOk, "batch_norm_grad matches central differences for x, scale "
+                  "and bias");
+  check(bnInferenceOk, "batch_norm_inference in f64 matches the formula");
+
+  // Malformed geometry is refused, not run.
+  {
+    std::vector<float> a(2 * 3 * 4 * 4), f(4 * 3 * 3 * 3), y(2 * 4 * 2 * 2);
+    mpTensor A = tensorOfShape(a.data(), MP_F32, {2, 3, 4, 4}),
+             F = tensorOfShape(f.data(), MP_F32, {4, 3, 3, 3}),
+             Y = tensorOfShape(y.data(), MP_F32, {2, 4, 2, 2});
+    mpWindow w{};
+    w.strides[0] = w.strides[1] = 1;
+    w.dilations[0] = w.dilations[1] = 1;
+    w.groups = 1;
+    bool ok = mpConv2d(&A, &F, &Y, &w, MP_F32) == MP_OK; // 4 - 3 + 1 = 2
+    w.groups = 2; // 3 channels in 2 groups
+    ok &= mpConv2d(&A, &F, &Y, &w, MP_F32) == MP_ERROR_INVALID_ARGUMENT;
+    w.groups = 1;
+    w.strides[0] = 0;
+    ok &= mpConv2d(&A, &F, &Y, &w, MP_F32) == MP_ERROR_INVALID_ARGUMENT;
+    w.strides[0] = 2; // the output would be 1 high
+    ok &= mpConv2d(&A, &F, &Y, &w, MP_F32) == MP_ERROR_INVALID_ARGUMENT;
+    check(ok, "conv2d refuses channels that do not divide into groups, zero "
+              "strides and outputs of the wrong size");
+  }
+}
+
 void testSoftmaxFamily(std::mt19937_64 &rng) {
   const double fdTol = 1e-6; // central differences: O(h^2) + O(eps / h)
   // Gradient checks in f64: softmax and log-softmax along two axes.
@@ -1433,7 +1864,7 @@ void testNormAndMovement(std::mt19937_64 &rng) {
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement> "
+                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv> "
                  "[seed]\n");
     return 2;
   }
@@ -1463,6 +1894,9 @@ int main(int argc, char **argv) {
     testSoftmaxFamily(rng);
   } else if (suite == "norm-movement") {
     testNormAndMovement(rng);
+  } else if (suite == "conv") {
+    testConvolution(rng);
+    testPoolingAndBatchNorm(rng);
   } else {
     std::fprintf(stderr, "unknown suite '%s'\n", suite.c_str());
     return 2;

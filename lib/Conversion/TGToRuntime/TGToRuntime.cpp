@@ -37,6 +37,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <type_traits>
+
 namespace mp {
 #define GEN_PASS_DEF_CONVERTTGTORUNTIME
 #include "mp/Conversion/Passes.h.inc"
@@ -770,6 +772,88 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.tensor(operand(o.getRhs()));
             c.tensor(out[0]);
             c.call("matmul", module);
+            return success();
+          })
+          // Convolution, pooling and batch norm.
+          .Case<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>(
+              [&](auto o) {
+                int64_t pass = isa<Conv2dOp>(o) ? 0
+                               : isa<Conv2dGradInputOp>(o) ? 1
+                                                           : 2;
+                CallBuilder c(b, loc, site);
+                c.i(pass);
+                c.type(computeOf(o));
+                c.ints(o.getStrides());
+                c.ints(o.getPadding());
+                c.ints(o.getDilations());
+                c.i(o.getGroups());
+                c.i(o.getChannelsLast());
+                for (Value v : o->getOperands())
+                  c.tensor(operand(v));
+                c.tensor(out[0]);
+                c.call("conv2d", module);
+                return success();
+              })
+          .Case<MaxPool2dOp, AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp>(
+              [&](auto o) {
+                using OpTy = decltype(o);
+                constexpr bool isMax = std::is_same_v<OpTy, MaxPool2dOp> ||
+                                       std::is_same_v<OpTy, MaxPool2dGradOp>;
+                constexpr bool isGrad =
+                    std::is_same_v<OpTy, MaxPool2dGradOp> ||
+                    std::is_same_v<OpTy, AvgPool2dGradOp>;
+                mpPoolKind kind = MP_POOL_MAX;
+                if constexpr (!isMax)
+                  kind = o.getCountIncludePad() ? MP_POOL_AVG_INCLUDE_PAD
+                                                : MP_POOL_AVG;
+                CallBuilder c(b, loc, site);
+                c.i(kind);
+                c.type(computeOf(o));
+                c.ints(o.getWindow());
+                c.ints(o.getStrides());
+                c.ints(o.getPadding());
+                c.i(o.getChannelsLast());
+                if constexpr (isGrad)
+                  c.i(isMax);
+                for (Value v : o->getOperands())
+                  c.tensor(operand(v));
+                c.tensor(out[0]);
+                c.call(isGrad ? "pool2d_grad" : "pool2d", module);
+                return success();
+              })
+          .Case([&](BatchNormOp o) {
+            CallBuilder c(b, loc, site);
+            c.f(o.getEpsilon().convertToFloat());
+            c.f(o.getMomentum().convertToFloat());
+            c.i(o.getChannelsLast());
+            c.type(computeOf(o));
+            for (Value v : o->getOperands())
+              c.tensor(operand(v));
+            for (Value m : out)
+              c.tensor(m);
+            c.call("batch_norm", module);
+            return success();
+          })
+          .Case([&](BatchNormInferenceOp o) {
+            CallBuilder c(b, loc, site);
+            c.f(o.getEpsilon().convertToFloat());
+            c.i(o.getChannelsLast());
+            c.type(computeOf(o));
+            for (Value v : o->getOperands())
+              c.tensor(operand(v));
+            c.tensor(out[0]);
+            c.call("batch_norm_inference", module);
+            return success();
+          })
+          .Case([&](BatchNormGradOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getChannelsLast());
+            c.type(computeOf(o));
+            for (Value v : o->getOperands())
+              c.tensor(operand(v));
+            for (Value m : out)
+              c.tensor(m);
+            c.call("batch_norm_grad", module);
             return success();
           })
           // Loss scaling and optimizers.

@@ -91,6 +91,36 @@ mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
                       float beta1, float beta2, float epsilon,
                       float weightDecay);
 
+mpStatus mpConv2d(const mpTensor *input, const mpTensor *filter,
+                  mpTensor *out, const mpWindow *w, mpElementType compute);
+mpStatus mpConv2dGradInput(const mpTensor *dy, const mpTensor *filter,
+                           mpTensor *dx, const mpWindow *w,
+                           mpElementType compute);
+mpStatus mpConv2dGradFilter(const mpTensor *dy, const mpTensor *input,
+                            mpTensor *dfilter, const mpWindow *w,
+                            mpElementType compute);
+mpStatus mpPool2d(mpPoolKind kind, const mpTensor *input, mpTensor *out,
+                  const mpWindow *w, mpElementType compute);
+mpStatus mpPool2dGrad(mpPoolKind kind, const mpTensor *dy,
+                      const mpTensor *input, mpTensor *dx, const mpWindow *w,
+                      mpElementType compute);
+mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
+                     const mpTensor *bias, const mpTensor *runningMean,
+                     const mpTensor *runningVar, mpTensor *y, mpTensor *mean,
+                     mpTensor *rstd, mpTensor *newRunningMean,
+                     mpTensor *newRunningVar, float epsilon, float momentum,
+                     int32_t channelsLast, mpElementType compute);
+mpStatus mpBatchNormInference(const mpTensor *x, const mpTensor *scale,
+                              const mpTensor *bias, const mpTensor *mean,
+                              const mpTensor *variance, mpTensor *y,
+                              float epsilon, int32_t channelsLast,
+                              mpElementType compute);
+mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
+                         const mpTensor *scale, const mpTensor *mean,
+                         const mpTensor *rstd, mpTensor *dx, mpTensor *dscale,
+                         mpTensor *dbias, int32_t channelsLast,
+                         mpElementType compute);
+
 using rt::isFloatType;
 using rt::isScalar;
 using rt::sameShape;

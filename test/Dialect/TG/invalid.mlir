@@ -905,3 +905,127 @@ func.func @result_sizes_are_bounded(%a: tensor<1x65537xf32>) {
   %0 = tg.broadcast_to %a : (tensor<1x65537xf32>) -> tensor<4294967296x65537xf32>
   return
 }
+
+// -----
+
+// Rule: conv2d activations are rank 4.
+func.func @conv_activations_are_rank_4(%x: tensor<2x3x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{input must be a rank-4 tensor}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x3x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x6x6xf32>
+  return
+}
+
+// -----
+
+// Rule: groups divide the input and output channels.
+func.func @conv_groups_divide_channels(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+2 {{groups = 2 must divide the input channels (3) and the output channels (4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 2 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x6x6xf32>
+  return
+}
+
+// -----
+
+// Rule: the filter's input channels times groups are the input's channels.
+func.func @conv_filter_channels(%x: tensor<2x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) {
+  // expected-error @+2 {{expects 8 input channels with groups = 2, the input has 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 2 : (tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<2x4x6x6xf32>
+  return
+}
+
+// -----
+
+// Rule: the dilated window fits the padded input.
+func.func @conv_window_fits(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+2 {{the window (5) does not fit in the height (4 plus padding 0)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [2, 1] groups = 1 : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x1x2xf32>
+  return
+}
+
+// -----
+
+// Rule: strides are positive.
+func.func @conv_strides_positive(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+2 {{strides, dilations and the window must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.conv2d %x, %w strides = [0, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+  return
+}
+
+// -----
+
+// Rule: padding has four entries.
+func.func @conv_padding_has_four_entries(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+1 {{attribute 'padding' failed to satisfy constraint}}
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0] dilations = [1, 1] groups = 1 : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32>
+  return
+}
+
+// -----
+
+// Rule: a convolution's result has the geometry's shape.
+func.func @conv_result_shape(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<1x1x2x2xf32>' are incompatible with return type(s) of operation 'tensor<1x1x3x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  return
+}
+
+// -----
+
+// Rule: a convolution gradient's grad has the forward result's shape.
+func.func @conv_grad_shape(%dy: tensor<1x1x3x3xf32>, %w: tensor<1x1x3x3xf32>) {
+  // expected-error @+1 {{grad (the forward result) must have shape [1, 1, 2, 2]}}
+  %0 = tg.conv2d_grad_input %dy, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
+  return
+}
+
+// -----
+
+// Rule: pooling padding is smaller than the window.
+func.func @pool_padding_smaller_than_window(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+2 {{padding must be smaller than the window}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.max_pool2d %x window = [2, 2] strides = [1, 1] padding = [2, 0, 0, 0] : (tensor<1x1x4x4xf32>) -> tensor<1x1x5x3xf32>
+  return
+}
+
+// -----
+
+// Rule: a pooling gradient's grad has the forward result's shape.
+func.func @pool_grad_shape(%dy: tensor<1x1x3x3xf32>, %x: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{grad (the forward result) must have shape [1, 1, 2, 2]}}
+  %0 = tg.max_pool2d_grad %dy, %x window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : (tensor<1x1x3x3xf32>, tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  return
+}
+
+// -----
+
+// Rule: batch norm parameters and statistics have one value per channel.
+func.func @batch_norm_per_channel(%x: tensor<2x3x4x4xf32>, %g: tensor<4xf32>, %r: tensor<3xf32>) {
+  // expected-error @+1 {{scale must have shape [3] (one value per channel)}}
+  %y, %m, %s, %rm, %rv = tg.batch_norm %x, %g, %g, %r, %r epsilon = 1.0e-05 momentum = 1.0e-01 : (tensor<2x3x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+// Rule: the batch norm momentum is in [0, 1].
+func.func @batch_norm_momentum(%x: tensor<2x3x4x4xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{momentum must be in [0, 1]}}
+  %y, %m, %s, %rm, %rv = tg.batch_norm %x, %g, %g, %g, %g epsilon = 1.0e-05 momentum = 1.5 : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+// Rule: channels_last reads the channels from the last dimension.
+func.func @batch_norm_channels_last(%x: tensor<2x4x4x3xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{scale must have shape [3] (one value per channel)}}
+  %y = tg.batch_norm_inference %x, %g, %g, %g, %g epsilon = 1.0e-05 channels_last : (tensor<2x4x4x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x4x3xf32>
+  return
+}

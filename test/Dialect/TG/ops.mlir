@@ -234,3 +234,25 @@ func.func @loss_scaling(%one: tensor<f32>, %s: tensor<f32>, %n: tensor<i64>,
       : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
   return %seed, %u0, %u1, %s1, %n1 : tensor<f32>, tensor<4x8xf16>, tensor<8xf32>, tensor<f32>, tensor<i64>
 }
+
+// Convolution, pooling and batch norm round-trip.
+// CHECK-LABEL: func.func @cnn_ops
+func.func @cnn_ops(%x: tensor<2x3x8x8xf16>, %w: tensor<4x3x3x3xf16>, %g: tensor<4xf32>, %xl: tensor<2x8x8x4xf16>) {
+  // CHECK: tg.conv2d %{{.*}}, %{{.*}} strides = [2, 1] padding = [1, 0, 1, 2] dilations = [1, 2] groups = 1 compute(f32) : (tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x4x6xf16>
+  %c = tg.conv2d %x, %w strides = [2, 1] padding = [1, 0, 1, 2] dilations = [1, 2] groups = 1 compute(f32) : (tensor<2x3x8x8xf16>, tensor<4x3x3x3xf16>) -> tensor<2x4x4x6xf16>
+  // CHECK: tg.conv2d_grad_input
+  %dx = tg.conv2d_grad_input %c, %w strides = [2, 1] padding = [1, 0, 1, 2] dilations = [1, 2] groups = 1 compute(f32) : (tensor<2x4x4x6xf16>, tensor<4x3x3x3xf16>) -> tensor<2x3x8x8xf16>
+  // CHECK: tg.conv2d_grad_filter
+  %dw = tg.conv2d_grad_filter %c, %x strides = [2, 1] padding = [1, 0, 1, 2] dilations = [1, 2] groups = 1 compute(f32) : (tensor<2x4x4x6xf16>, tensor<2x3x8x8xf16>) -> tensor<4x3x3x3xf32>
+  // CHECK: tg.batch_norm %{{.*}} epsilon = {{.*}} momentum = {{.*}} compute(f32)
+  %y, %m, %s, %rm, %rv = tg.batch_norm %c, %g, %g, %g, %g epsilon = 1.0e-05 momentum = 1.0e-01 compute(f32) : (tensor<2x4x4x6xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x6xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  // CHECK: tg.batch_norm_grad
+  %bx, %bg, %bb = tg.batch_norm_grad %y, %c, %g, %m, %s compute(f32) : (tensor<2x4x4x6xf16>, tensor<2x4x4x6xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x4x6xf16>, tensor<4xf32>, tensor<4xf32>)
+  // CHECK: tg.max_pool2d %{{.*}} window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : (tensor<2x4x4x6xf16>) -> tensor<2x4x2x3xf16>
+  %p = tg.max_pool2d %y window = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : (tensor<2x4x4x6xf16>) -> tensor<2x4x2x3xf16>
+  // CHECK: tg.avg_pool2d {{.*}} channels_last count_include_pad compute(f32)
+  %q = tg.avg_pool2d %xl window = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] channels_last count_include_pad compute(f32) : (tensor<2x8x8x4xf16>) -> tensor<2x8x8x4xf16>
+  // CHECK: tg.batch_norm_inference {{.*}} channels_last
+  %bi = tg.batch_norm_inference %xl, %g, %g, %g, %g epsilon = 1.0e-05 channels_last : (tensor<2x8x8x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x8x8x4xf16>
+  return
+}

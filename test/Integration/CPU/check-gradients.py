@@ -284,6 +284,92 @@ def movement_cases(rng):
     return out
 
 
+def conv_cases(rng):
+    """Convolutions (groups, depthwise, strides, dilations, asymmetric
+    padding, both layouts), pools and batch norm, on random geometries."""
+    out = []
+    configs = [("conv2d", 1, False), ("conv2d, groups", 2, False),
+               ("conv2d, depthwise, channels_last", 0, True),
+               ("conv2d, channels_last", 1, True)]
+    for name, groups, last in configs:
+        while True:
+            c = rng.randint(1, 3) * (groups or 1)
+            g = groups or c
+            c = c if groups else rng.randint(2, 4)
+            g = groups or c
+            o = c if not groups else rng.randint(1, 3) * g
+            n, h, w = rng.randint(1, 2), rng.randint(4, 7), rng.randint(4, 7)
+            kh, kw = rng.randint(1, 3), rng.randint(1, 3)
+            s = [rng.randint(1, 2), rng.randint(1, 2)]
+            d = [rng.randint(1, 2), rng.randint(1, 2)]
+            p = [rng.randint(0, 2) for _ in range(4)]
+            eh, ew = (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1
+            if h + p[0] + p[2] >= eh and w + p[1] + p[3] >= ew:
+                break
+        oh = (h + p[0] + p[2] - eh) // s[0] + 1
+        ow = (w + p[1] + p[3] - ew) // s[1] + 1
+        act = (lambda ch, hh, ww: [n, hh, ww, ch] if last
+               else [n, ch, hh, ww])
+        f = Forward()
+        x, _ = f.param(act(c, h, w))
+        k, _ = f.param([o, c // g, kh, kw])
+        attrs = (f"strides = {s} padding = {p} dilations = {d} groups = {g}"
+                 + (" channels_last" if last else ""))
+        result = act(o, oh, ow)
+        y, _ = f.op(f"tg.conv2d {x}, {k} {attrs} : ({ty(act(c, h, w))}, "
+                    f"{ty([o, c // g, kh, kw])}) -> {ty(result)}", result)
+        out.append((name, f.render(y, result)))
+    for op in ("max_pool2d", "avg_pool2d", "avg_pool2d count_include_pad"):
+        last = rng.random() < 0.5
+        n, c, h, w = rng.randint(1, 2), rng.randint(1, 3), rng.randint(3, 7), \
+            rng.randint(3, 7)
+        win = [rng.randint(1, 3), rng.randint(1, 3)]
+        s = [rng.randint(1, 2), rng.randint(1, 2)]
+        p = [rng.randint(0, win[0] - 1), rng.randint(0, win[1] - 1),
+             rng.randint(0, win[0] - 1), rng.randint(0, win[1] - 1)]
+        oh = (h + p[0] + p[2] - win[0]) // s[0] + 1
+        ow = (w + p[1] + p[3] - win[1]) // s[1] + 1
+        act = (lambda hh, ww: [n, hh, ww, c] if last else [n, c, hh, ww])
+        name, *flags = op.split()
+        f = Forward()
+        x, _ = f.param(act(h, w))
+        attrs = (f"window = {win} strides = {s} padding = {p}" +
+                 (" channels_last" if last else "") +
+                 "".join(" " + fl for fl in flags))
+        y, _ = f.op(f"tg.{name} {x} {attrs} : ({ty(act(h, w))}) -> "
+                    f"{ty(act(oh, ow))}", act(oh, ow))
+        out.append((op, f.render(y, act(oh, ow))))
+    for last in (False, True):
+        n, c, h, w = 3, rng.randint(1, 4), rng.randint(2, 4), rng.randint(2, 4)
+        shape = [n, h, w, c] if last else [n, c, h, w]
+        flag = " channels_last" if last else ""
+        f = Forward()
+        x, _ = f.param(shape)
+        g, _ = f.param([c])
+        b, _ = f.param([c])
+        rm, _ = f.input([c])
+        rv, _ = f.input([c])
+        f.n += 1
+        y = f"%v{f.n}"
+        f.lines.append(
+            f"  {y}, %m, %r, %nm, %nv = tg.batch_norm {x}, {g}, {b}, {rm}, "
+            f"{rv} epsilon = 1.0e-05 momentum = 1.0e-01{flag} : "
+            f"({ty(shape)}, {ty([c])}, {ty([c])}, {ty([c])}, {ty([c])}) -> "
+            f"({ty(shape)}, {ty([c])}, {ty([c])}, {ty([c])}, {ty([c])})")
+        out.append((f"batch_norm{flag}", f.render(y, shape)))
+        f = Forward()
+        x, _ = f.param(shape)
+        g, _ = f.param([c])
+        b, _ = f.param([c])
+        mean, _ = f.param([c])
+        var = f.positive([c])
+        y, _ = f.op(f"tg.batch_norm_inference {x}, {g}, {b}, {mean}, {var[0]} "
+                    f"epsilon = 1.0e-05{flag} : ({ty(shape)}, {ty([c])}, "
+                    f"{ty([c])}, {ty([c])}, {ty([c])}) -> {ty(shape)}", shape)
+        out.append((f"batch_norm_inference{flag}", f.render(y, shape)))
+    return out
+
+
 def loss_cases(rng):
     out = []
     for rank in (2, 3):
@@ -313,7 +399,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     cases = (binary_cases(rng) + unary_cases(rng) + softmax_norm_cases(rng) +
              reduce_cases(rng) + matmul_cases(rng) + movement_cases(rng) +
-             loss_cases(rng))
+             conv_cases(rng) + loss_cases(rng))
     failed = 0
     for k, (name, text) in enumerate(cases):
         path = os.path.join(work, f"case{k}.mlir")

@@ -720,3 +720,145 @@ LogicalResult MseLossOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
     out[1] = castTo(b, loc, neg(b, loc, dPrediction), getTarget().getType());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling and batch norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                      ArrayRef<bool> wanted,
+                                      SmallVectorImpl<Value> &out) {
+  noAdjoints(*this, out);
+  Value dy = dys[0];
+  if (!dy)
+    return success();
+  // The gradients read dy in the operands' storage type, as matmul's do.
+  Type data = getElementTypeOrSelf(getInput().getType());
+  if (getElementTypeOrSelf(dy.getType()) != data)
+    dy = castTo(b, adjointLoc(*this, "grad"), dy, tensorType(dy).clone(data));
+  if (wanted[0])
+    out[0] = Conv2dGradInputOp::create(
+        b, adjointLoc(*this, "grad_input"), getInput().getType(), dy,
+        getFilter(), getStridesAttr(), getPaddingAttr(), getDilationsAttr(),
+        getGroupsAttr(), getChannelsLastAttr(), nullptr);
+  if (wanted[1])
+    out[1] = Conv2dGradFilterOp::create(
+        b, adjointLoc(*this, "grad_filter"), getFilter().getType(), dy,
+        getInput(), getStridesAttr(), getPaddingAttr(), getDilationsAttr(),
+        getGroupsAttr(), getChannelsLastAttr(), nullptr);
+  return success();
+}
+
+LogicalResult MaxPool2dOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &out) {
+  noAdjoints(*this, out);
+  if (!dys[0] || !wanted[0])
+    return success();
+  out[0] = MaxPool2dGradOp::create(
+      b, adjointLoc(*this, "grad"), getInput().getType(), dys[0], getInput(),
+      getWindowAttr(), getStridesAttr(), getPaddingAttr(),
+      getChannelsLastAttr(), nullptr);
+  return success();
+}
+
+LogicalResult AvgPool2dOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &out) {
+  noAdjoints(*this, out);
+  if (!dys[0] || !wanted[0])
+    return success();
+  out[0] = AvgPool2dGradOp::create(
+      b, adjointLoc(*this, "grad"), getInput().getType(), dys[0],
+      getWindowAttr(), getStridesAttr(), getPaddingAttr(),
+      getChannelsLastAttr(), getCountIncludePadAttr(), nullptr);
+  return success();
+}
+
+LogicalResult BatchNormOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                         ArrayRef<bool> wanted,
+                                         SmallVectorImpl<Value> &out) {
+  noAdjoints(*this, out);
+  // Only the input, scale and bias have gradients; the running statistics
+  // are state.
+  if (!dys[0] || !(wanted[0] || wanted[1] || wanted[2]))
+    return success();
+  auto grad = BatchNormGradOp::create(
+      b, adjointLoc(*this, "grad"), getInput().getType(), getScale().getType(),
+      getBias().getType(), dys[0], getInput(), getScale(), getMean(),
+      getRstd(), getChannelsLastAttr(), nullptr);
+  for (unsigned k = 0; k < 3; ++k)
+    if (wanted[k])
+      out[k] = grad->getResult(k);
+  return success();
+}
+
+LogicalResult BatchNormInferenceOp::buildAdjoints(OpBuilder &b,
+                                                  ArrayRef<Value> dys,
+                                                  ArrayRef<bool> wanted,
+                                                  SmallVectorImpl<Value> &out) {
+  noAdjoints(*this, out);
+  Value dy = dys[0];
+  if (!dy || !llvm::is_contained(wanted, true))
+    return success();
+  // With fixed statistics the op is affine per channel:
+  // y = (x - mean) * inv * scale + bias, inv = 1 / sqrt(variance + eps).
+  Location loc = adjointLoc(*this, "grad");
+  RankedTensorType input = getInput().getType();
+  RankedTensorType channels = getScale().getType();
+  int64_t c = channels.getDimSize(0);
+  SmallVector<int64_t> spread = getChannelsLast()
+                                    ? SmallVector<int64_t>{c}
+                                    : SmallVector<int64_t>{c, 1, 1};
+  Type compute = getElementTypeOrSelf(dy.getType());
+  auto perChannel = [&](Value v) {
+    v = castTo(b, loc, v, tensorType(v).clone(compute));
+    return ReshapeOp::create(b, loc, RankedTensorType::get(spread, compute),
+                             v)
+        .getResult();
+  };
+  auto toChannels = [&](Value v, Type type) {
+    v = reduceToShape(b, loc, v, RankedTensorType::get(spread, compute));
+    v = ReshapeOp::create(b, loc, RankedTensorType::get({c}, compute), v);
+    return castTo(b, loc, v, type);
+  };
+  Value variance = getVariance();
+  Value eps = scalar(b, loc, getElementTypeOrSelf(variance.getType()),
+                     getEpsilon().convertToDouble());
+  Value inv = binary<AddOp>(b, loc, variance, eps);
+  inv = RsqrtOp::create(b, loc, inv.getType(), inv, nullptr);
+  if (wanted[0]) {
+    Value k = binary<MulOp>(b, loc, castTo(b, loc, getScale(), inv.getType()),
+                            inv);
+    Value dx = binary<MulOp>(b, loc, dy, perChannel(k));
+    out[0] = castTo(b, loc, dx, input);
+  }
+  if (wanted[1]) {
+    Value centred = binary<SubOp>(
+        b, loc, castTo(b, loc, getInput(), tensorType(dy)),
+        perChannel(getMean()));
+    Value normalised = binary<MulOp>(b, loc, centred, perChannel(inv));
+    out[1] = toChannels(binary<MulOp>(b, loc, dy, normalised), channels);
+  }
+  if (wanted[2])
+    out[2] = toChannels(dy, getBias().getType());
+  // The statistics, when they are computed values: dL/dmean = -sum(dy * k),
+  // dL/dvariance = -1/2 sum(dy * (x - mean) * k * inv^2), k = scale * inv.
+  if (wanted[3] || wanted[4]) {
+    Value k = binary<MulOp>(b, loc, castTo(b, loc, getScale(), inv.getType()),
+                            inv);
+    Value dyk = binary<MulOp>(b, loc, dy, perChannel(k));
+    if (wanted[3])
+      out[3] = toChannels(neg(b, loc, dyk), getMean().getType());
+    if (wanted[4]) {
+      Value centred = binary<SubOp>(
+          b, loc, castTo(b, loc, getInput(), tensorType(dy)),
+          perChannel(getMean()));
+      Value inv2 = scaleBy(b, loc, binary<MulOp>(b, loc, inv, inv), -0.5);
+      Value v = binary<MulOp>(b, loc, binary<MulOp>(b, loc, dyk, centred),
+                              perChannel(inv2));
+      out[4] = toChannels(v, getVariance().getType());
+    }
+  }
+  return success();
+}

@@ -281,6 +281,13 @@ void Colouring::colour() {
     if (!is(r, PrecisionClass::Deny) || deny[r])
       continue;
     setRule(r, Rule::DenyList);
+    // A normalisation computes in f32 but reads and writes activations of
+    // any type (as cuDNN's do): its arithmetic stays inside, and its
+    // consumers are decided by what else they meet.
+    if (nodes[r].independentStorage &&
+        isa<LayerNormOp, BatchNormOp, BatchNormInferenceOp>(
+            nodes[r].op.getOperation()))
+      continue;
     dfs(
         r, Dir::Outputs, [&](unsigned i) { return !deny[i] && upstream[i]; },
         [&](unsigned i) {

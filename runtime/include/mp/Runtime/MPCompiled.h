@@ -62,6 +62,20 @@ extern "C" {
   X(slice, "rank:i offsets:i[rank] strides:i[rank] in out")                   \
   X(slice_grad, "rank:i offsets:i[rank] strides:i[rank] dy dx")               \
   X(matmul, "transpose_lhs:i transpose_rhs:i compute:type lhs rhs out")       \
+  X(conv2d, "pass:i compute:type strides:i[2] padding:i[4] dilations:i[2] "  \
+            "groups:i channels_last:i a b out (pass 0: input filter out; "    \
+            "1: dy filter dx; 2: dy input dfilter)")                          \
+  X(pool2d, "kind:i compute:type window:i[2] strides:i[2] padding:i[4] "     \
+            "channels_last:i in out")                                         \
+  X(pool2d_grad, "kind:i compute:type window:i[2] strides:i[2] "             \
+                 "padding:i[4] channels_last:i has_input:i dy [input] dx")    \
+  X(batch_norm, "epsilon:f momentum:f channels_last:i compute:type x scale " \
+                "bias running_mean running_var y mean rstd new_running_mean " \
+                "new_running_var")                                            \
+  X(batch_norm_inference, "epsilon:f channels_last:i compute:type x scale "  \
+                          "bias mean variance y")                             \
+  X(batch_norm_grad, "channels_last:i compute:type dy x scale mean rstd dx " \
+                     "dscale dbias")                                          \
   X(unscale_grads, "n:i scale found_inf grads[n] unscaled[n]")                \
   X(update_loss_scale, "growth:f backoff:f interval:i min:f max:f scale "     \
                        "good_steps found_inf new_scale new_good_steps")       \

@@ -320,6 +320,73 @@ mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
                       float beta1, float beta2, float epsilon,
                       float weightDecay);
 
+/*===----------------------------------------------------------------------===*
+ * Convolution, pooling and batch norm (tg.conv2d, tg.max_pool2d,
+ * tg.avg_pool2d, tg.batch_norm and their gradients). Activations are rank
+ * 4, NCHW or, with channelsLast, NHWC; filters are [O, C / groups, KH, KW];
+ * padding is {top, left, bottom, right}; a dilation of 1 is a dense window.
+ * The output size along an axis is
+ * (size + padding - (window - 1) * dilation - 1) / stride + 1.
+ *===----------------------------------------------------------------------===*/
+
+/* Whether the CPU backend may call libraries (oneDNN for convolutions)
+ * instead of its own reference loops; on by default. Tests turn it off to
+ * hold the libraries to the reference. */
+void mpUseLibraryKernels(int32_t enable);
+
+typedef struct mpWindow {
+  int64_t window[2]; /* pooling only; convolutions take the filter's */
+  int64_t strides[2];
+  int64_t padding[4];
+  int64_t dilations[2];
+  int64_t groups; /* convolution only */
+  int32_t channelsLast;
+} mpWindow;
+
+mpStatus mpConv2d(const mpTensor *input, const mpTensor *filter,
+                  mpTensor *out, const mpWindow *w, mpElementType compute);
+mpStatus mpConv2dGradInput(const mpTensor *dy, const mpTensor *filter,
+                           mpTensor *dx, const mpWindow *w,
+                           mpElementType compute);
+mpStatus mpConv2dGradFilter(const mpTensor *dy, const mpTensor *input,
+                            mpTensor *dfilter, const mpWindow *w,
+                            mpElementType compute);
+
+typedef enum mpPoolKind {
+  MP_POOL_MAX = 0,
+  MP_POOL_AVG = 1,             /* divides by the window's in-bounds count */
+  MP_POOL_AVG_INCLUDE_PAD = 2  /* divides by the whole window's size */
+} mpPoolKind;
+
+mpStatus mpPool2d(mpPoolKind kind, const mpTensor *input, mpTensor *out,
+                  const mpWindow *w, mpElementType compute);
+/* `input` is read by max pooling only (it may be null for averages). */
+mpStatus mpPool2dGrad(mpPoolKind kind, const mpTensor *dy,
+                      const mpTensor *input, mpTensor *dx, const mpWindow *w,
+                      mpElementType compute);
+
+/* Training: batch statistics over N, H and W per channel; writes y, the
+ * batch mean and 1 / sqrt(biased variance + epsilon), and the running
+ * statistics blended with weight `momentum` for the batch (the running
+ * variance with the unbiased batch variance). All [C] tensors share one
+ * storage type. */
+mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
+                     const mpTensor *bias, const mpTensor *runningMean,
+                     const mpTensor *runningVar, mpTensor *y, mpTensor *mean,
+                     mpTensor *rstd, mpTensor *newRunningMean,
+                     mpTensor *newRunningVar, float epsilon, float momentum,
+                     int32_t channelsLast, mpElementType compute);
+mpStatus mpBatchNormInference(const mpTensor *x, const mpTensor *scale,
+                              const mpTensor *bias, const mpTensor *mean,
+                              const mpTensor *variance, mpTensor *y,
+                              float epsilon, int32_t channelsLast,
+                              mpElementType compute);
+mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
+                         const mpTensor *scale, const mpTensor *mean,
+                         const mpTensor *rstd, mpTensor *dx, mpTensor *dscale,
+                         mpTensor *dbias, int32_t channelsLast,
+                         mpElementType compute);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1058,4 +1058,6 @@ def TG_UpdateLossScaleOp : TG_ComputeOp<"update_loss_scale", "Deny", [
   let hasVerifier = 1;
 }
 
+include "mp/Dialect/TG/IR/TGConvOps.td"
+
 #endif // MP_DIALECT_TG_IR_TGOPS_TD

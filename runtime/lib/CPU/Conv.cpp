@@ -1,0 +1,468 @@
+//===- Conv.cpp - convolution, pooling and batch norm on the CPU ----------===//
+//
+// Direct loops, written from the definitions: the reference the tests hold
+// oneDNN and the CUDA backend to. mpConv2d and its gradients first offer the
+// call to oneDNN (Dnnl.cpp), which takes f32 and bf16 storage with f32
+// accumulation where the CPU supports it; f16 (and unsupported bf16)
+// storage computing in f32 goes to oneDNN's f32 convolution on exactly
+// widened copies, the result rounded once; everything else (f64, f16 or
+// bf16 compute) runs here. Arithmetic goes through
+// Arith<T>, so a compute type of f16 or bf16 rounds every step as the GPU
+// kernels of that compute type would.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include "../Checks.h"
+#include "Compute.h"
+#include "Dnnl.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace mp::rt;
+
+namespace {
+
+/// Calls `body(oy, ox, y0, x0)` for every output position with the input
+/// position of its window's top-left corner (possibly in the padding).
+template <typename Body>
+void forEachPosition(const Act &out, const mpWindow *w, Body body) {
+  for (int64_t oy = 0; oy < out.h; ++oy)
+    for (int64_t ox = 0; ox < out.w; ++ox)
+      body(oy, ox, oy * w->strides[0] - w->padding[0],
+           ox * w->strides[1] - w->padding[1]);
+}
+
+/// A float copy of `t` (f16/bf16 storage widened exactly), or `t` itself.
+struct Widened {
+  std::vector<float> data;
+  mpTensor tensor;
+  Widened(const mpTensor *t, bool copy) : tensor(*t) {
+    if (!copy)
+      return;
+    data.resize(size_t(mpNumElements(t)));
+    if (mpConvert(t->data, t->elementType, data.data(), MP_F32,
+                  int64_t(data.size())) != MP_OK)
+      data.clear();
+    tensor.data = data.data();
+    tensor.elementType = MP_F32;
+  }
+};
+
+/// Runs a convolution pass on f16 or bf16 storage (computing in f32) as an
+/// f32 oneDNN convolution of the exactly widened operands, the result
+/// rounded once to its storage type: the same arithmetic as the loops
+/// below, at library speed. `out` is the written operand (src for
+/// BackwardData, weights for BackwardWeights, dst for Forward).
+bool widenedDnnl(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
+                 const mpTensor *dst, const mpWindow *w, mpElementType compute) {
+  if (compute != MP_F32 || !libraryKernelsEnabled())
+    return false;
+  auto narrow = [](const mpTensor *t) {
+    return t->elementType == MP_F16 || t->elementType == MP_BF16;
+  };
+  if (!narrow(src) && !narrow(weights) && !narrow(dst))
+    return false;
+  for (const mpTensor *t : {src, weights, dst})
+    if (t->elementType == MP_F64)
+      return false;
+  const mpTensor *written = kind == DnnlConv::Forward        ? dst
+                            : kind == DnnlConv::BackwardData ? src
+                                                             : weights;
+  Widened s(src, narrow(src)), f(weights, narrow(weights)),
+      d(dst, narrow(dst));
+  if (!dnnlConv2d(kind, &s.tensor, &f.tensor, &d.tensor, w, compute))
+    return false;
+  const Widened &out = written == src ? s : written == weights ? f : d;
+  if (out.data.empty())
+    return true; // written in place: f32 storage
+  return mpConvert(out.data.data(), MP_F32, written->data,
+                   written->elementType, int64_t(out.data.size())) == MP_OK;
+}
+
+} // namespace
+
+extern "C" mpStatus mpConv2d(const mpTensor *input, const mpTensor *filter,
+                             mpTensor *out, const mpWindow *w,
+                             mpElementType compute) {
+  ConvShape s;
+  if (!s.init(input, filter, out, w) || !isFloatType(compute) ||
+      input->elementType != filter->elementType)
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (dnnlConv2d(DnnlConv::Forward, input, filter, out, w, compute) ||
+      widenedDnnl(DnnlConv::Forward, input, filter, out, w, compute))
+    return MP_OK;
+  int64_t cg = s.in.c / s.groups, og = s.out.c / s.groups;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    for (int64_t n = 0; n < s.out.n; ++n)
+      for (int64_t o = 0; o < s.out.c; ++o) {
+        int64_t g = o / og;
+        forEachPosition(s.out, w, [&](int64_t oy, int64_t ox, int64_t y0,
+                                      int64_t x0) {
+          T acc = 0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ky = 0; ky < s.kh; ++ky) {
+              int64_t y = y0 + ky * w->dilations[0];
+              if (y < 0 || y >= s.in.h)
+                continue;
+              for (int64_t kx = 0; kx < s.kw; ++kx) {
+                int64_t x = x0 + kx * w->dilations[1];
+                if (x < 0 || x >= s.in.w)
+                  continue;
+                acc = a.add(acc, a.mul(a.in(input, s.in.at(n, g * cg + ci,
+                                                            y, x)),
+                                       a.in(filter, s.filterAt(o, ci, ky,
+                                                               kx))));
+              }
+            }
+          a.out(out, s.out.at(n, o, oy, ox), acc);
+        });
+      }
+  });
+  return MP_OK;
+}
+
+extern "C" mpStatus mpConv2dGradInput(const mpTensor *dy,
+                                      const mpTensor *filter, mpTensor *dx,
+                                      const mpWindow *w,
+                                      mpElementType compute) {
+  ConvShape s;
+  if (!s.init(dx, filter, dy, w) || !isFloatType(compute) ||
+      dy->elementType != filter->elementType)
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (dnnlConv2d(DnnlConv::BackwardData, dx, filter, dy, w, compute) ||
+      widenedDnnl(DnnlConv::BackwardData, dx, filter, dy, w, compute))
+    return MP_OK;
+  int64_t cg = s.in.c / s.groups, og = s.out.c / s.groups;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    std::vector<T> acc(size_t(mpNumElements(dx)), T(0));
+    for (int64_t n = 0; n < s.out.n; ++n)
+      for (int64_t o = 0; o < s.out.c; ++o) {
+        int64_t g = o / og;
+        forEachPosition(s.out, w, [&](int64_t oy, int64_t ox, int64_t y0,
+                                      int64_t x0) {
+          T d = a.in(dy, s.out.at(n, o, oy, ox));
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ky = 0; ky < s.kh; ++ky) {
+              int64_t y = y0 + ky * w->dilations[0];
+              if (y < 0 || y >= s.in.h)
+                continue;
+              for (int64_t kx = 0; kx < s.kw; ++kx) {
+                int64_t x = x0 + kx * w->dilations[1];
+                if (x < 0 || x >= s.in.w)
+                  continue;
+                T &slot = acc[size_t(s.in.at(n, g * cg + ci, y, x))];
+                slot = a.add(slot,
+                             a.mul(d, a.in(filter, s.filterAt(o, ci, ky, kx))));
+              }
+            }
+        });
+      }
+    for (size_t i = 0; i < acc.size(); ++i)
+      a.out(dx, int64_t(i), acc[i]);
+  });
+  return MP_OK;
+}
+
+extern "C" mpStatus mpConv2dGradFilter(const mpTensor *dy,
+                                       const mpTensor *input,
+                                       mpTensor *dfilter, const mpWindow *w,
+                                       mpElementType compute) {
+  ConvShape s;
+  if (!s.init(input, dfilter, dy, w) || !isFloatType(compute) ||
+      dy->elementType != input->elementType)
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (dnnlConv2d(DnnlConv::BackwardWeights, input, dfilter, dy, w,
+                 compute) ||
+      widenedDnnl(DnnlConv::BackwardWeights, input, dfilter, dy, w, compute))
+    return MP_OK;
+  int64_t cg = s.in.c / s.groups, og = s.out.c / s.groups;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    for (int64_t o = 0; o < s.out.c; ++o) {
+      int64_t g = o / og;
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t ky = 0; ky < s.kh; ++ky)
+          for (int64_t kx = 0; kx < s.kw; ++kx) {
+            T acc = 0;
+            for (int64_t n = 0; n < s.out.n; ++n)
+              forEachPosition(s.out, w, [&](int64_t oy, int64_t ox,
+                                            int64_t y0, int64_t x0) {
+                int64_t y = y0 + ky * w->dilations[0],
+                        x = x0 + kx * w->dilations[1];
+                if (y < 0 || y >= s.in.h || x < 0 || x >= s.in.w)
+                  return;
+                acc = a.add(acc,
+                            a.mul(a.in(dy, s.out.at(n, o, oy, ox)),
+                                  a.in(input, s.in.at(n, g * cg + ci, y, x))));
+              });
+            a.out(dfilter, s.filterAt(o, ci, ky, kx), acc);
+          }
+    }
+  });
+  return MP_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+bool poolShape(const mpTensor *input, const mpTensor *out, const mpWindow *w,
+               Act &in, Act &o) {
+  if (!w || !in.init(input, w->channelsLast) ||
+      !o.init(out, w->channelsLast) || in.c != o.c ||
+      w->dilations[0] != 1 || w->dilations[1] != 1 ||
+      w->padding[0] >= w->window[0] || w->padding[2] >= w->window[0] ||
+      w->padding[1] >= w->window[1] || w->padding[3] >= w->window[1])
+    return false;
+  return windowShape(in, o, w->window[0], w->window[1], w);
+}
+
+/// The in-bounds part of the window at (y0, x0): rows [ya, yb), columns
+/// [xa, xb); and the divisor of an average.
+struct Span {
+  int64_t ya, yb, xa, xb, divisor;
+};
+
+Span span(const Act &in, const mpWindow *w, mpPoolKind kind, int64_t y0,
+          int64_t x0) {
+  Span s;
+  s.ya = std::max<int64_t>(y0, 0);
+  s.yb = std::min(y0 + w->window[0], in.h);
+  s.xa = std::max<int64_t>(x0, 0);
+  s.xb = std::min(x0 + w->window[1], in.w);
+  if (kind == MP_POOL_AVG_INCLUDE_PAD) {
+    // The window clipped to the padded extent, as PyTorch counts it.
+    int64_t yEnd = std::min(y0 + w->window[0], in.h + w->padding[2]);
+    int64_t xEnd = std::min(x0 + w->window[1], in.w + w->padding[3]);
+    s.divisor = (yEnd - y0) * (xEnd - x0);
+  } else {
+    s.divisor = (s.yb - s.ya) * (s.xb - s.xa);
+  }
+  return s;
+}
+
+} // namespace
+
+extern "C" mpStatus mpPool2d(mpPoolKind kind, const mpTensor *input,
+                             mpTensor *out, const mpWindow *w,
+                             mpElementType compute) {
+  Act in, o;
+  if (kind < MP_POOL_MAX || kind > MP_POOL_AVG_INCLUDE_PAD ||
+      !poolShape(input, out, w, in, o) || !isFloatType(compute))
+    return MP_ERROR_INVALID_ARGUMENT;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    for (int64_t n = 0; n < o.n; ++n)
+      for (int64_t c = 0; c < o.c; ++c)
+        forEachPosition(o, w, [&](int64_t oy, int64_t ox, int64_t y0,
+                                  int64_t x0) {
+          Span s = span(in, w, kind, y0, x0);
+          T acc = kind == MP_POOL_MAX ? -std::numeric_limits<T>::infinity()
+                                      : T(0);
+          for (int64_t y = s.ya; y < s.yb; ++y)
+            for (int64_t x = s.xa; x < s.xb; ++x) {
+              T v = a.in(input, in.at(n, c, y, x));
+              if (kind != MP_POOL_MAX)
+                acc = a.add(acc, v);
+              else if (v > acc || std::isnan(v))
+                acc = v;
+            }
+          if (kind != MP_POOL_MAX)
+            acc = s.divisor > 0 ? a.div(acc, T(s.divisor)) : T(0);
+          a.out(out, o.at(n, c, oy, ox), acc);
+        });
+  });
+  return MP_OK;
+}
+
+extern "C" mpStatus mpPool2dGrad(mpPoolKind kind, const mpTensor *dy,
+                                 const mpTensor *input, mpTensor *dx,
+                                 const mpWindow *w, mpElementType compute) {
+  Act in, o;
+  if (kind < MP_POOL_MAX || kind > MP_POOL_AVG_INCLUDE_PAD ||
+      !poolShape(dx, dy, w, in, o) || !isFloatType(compute))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (kind == MP_POOL_MAX &&
+      (!input || !input->data || input->rank != 4 ||
+       mpNumElements(input) != mpNumElements(dx)))
+    return MP_ERROR_INVALID_ARGUMENT;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    std::vector<T> acc(size_t(mpNumElements(dx)), T(0));
+    for (int64_t n = 0; n < o.n; ++n)
+      for (int64_t c = 0; c < o.c; ++c)
+        forEachPosition(o, w, [&](int64_t oy, int64_t ox, int64_t y0,
+                                  int64_t x0) {
+          Span s = span(in, w, kind, y0, x0);
+          T d = a.in(dy, o.at(n, c, oy, ox));
+          if (kind == MP_POOL_MAX) {
+            // The first maximum in row-major window order takes it all.
+            int64_t best = -1;
+            T top = -std::numeric_limits<T>::infinity();
+            for (int64_t y = s.ya; y < s.yb; ++y)
+              for (int64_t x = s.xa; x < s.xb; ++x) {
+                T v = a.in(input, in.at(n, c, y, x));
+                if (best < 0 || v > top) {
+                  best = in.at(n, c, y, x);
+                  top = v;
+                }
+              }
+            if (best >= 0)
+              acc[size_t(best)] = a.add(acc[size_t(best)], d);
+            return;
+          }
+          if (s.divisor <= 0)
+            return;
+          T share = a.div(d, T(s.divisor));
+          for (int64_t y = s.ya; y < s.yb; ++y)
+            for (int64_t x = s.xa; x < s.xb; ++x) {
+              T &slot = acc[size_t(in.at(n, c, y, x))];
+              slot = a.add(slot, share);
+            }
+        });
+    for (size_t i = 0; i < acc.size(); ++i)
+      a.out(dx, int64_t(i), acc[i]);
+  });
+  return MP_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// Batch normalisation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Calls `body(index)` for every element of channel `c`.
+template <typename Body> void forChannel(const Act &act, int64_t c, Body body) {
+  for (int64_t n = 0; n < act.n; ++n)
+    for (int64_t y = 0; y < act.h; ++y)
+      for (int64_t x = 0; x < act.w; ++x)
+        body(act.at(n, c, y, x));
+}
+
+} // namespace
+
+extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
+                                const mpTensor *bias,
+                                const mpTensor *runningMean,
+                                const mpTensor *runningVar, mpTensor *y,
+                                mpTensor *mean, mpTensor *rstd,
+                                mpTensor *newRunningMean,
+                                mpTensor *newRunningVar, float epsilon,
+                                float momentum, int32_t channelsLast,
+                                mpElementType compute) {
+  Act act;
+  if (!batchNormShape(x, y,
+                      {scale, bias, runningMean, runningVar, mean, rstd,
+                       newRunningMean, newRunningVar},
+                      channelsLast, act) ||
+      !isFloatType(compute) || !(epsilon > 0) || !(momentum >= 0) ||
+      momentum > 1)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t count = act.n * act.h * act.w;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    for (int64_t c = 0; c < act.c; ++c) {
+      T sum = 0;
+      forChannel(act, c, [&](int64_t i) { sum = a.add(sum, a.in(x, i)); });
+      T mu = a.div(sum, T(count));
+      T sq = 0;
+      forChannel(act, c, [&](int64_t i) {
+        T d = a.sub(a.in(x, i), mu);
+        sq = a.add(sq, a.mul(d, d));
+      });
+      T var = a.div(sq, T(count));
+      T r = a.div(T(1), a.sqrt(a.add(var, T(epsilon))));
+      T g = a.in(scale, c), b = a.in(bias, c);
+      forChannel(act, c, [&](int64_t i) {
+        a.out(y, i, a.add(a.mul(a.mul(a.sub(a.in(x, i), mu), r), g), b));
+      });
+      a.out(mean, c, mu);
+      a.out(rstd, c, r);
+      T unbiased = count > 1 ? a.div(sq, T(count - 1)) : var;
+      T m = T(momentum), keep = T(1) - T(momentum);
+      // Read the old running statistics before writing: the new ones may
+      // be the same buffers.
+      T oldMean = a.in(runningMean, c), oldVar = a.in(runningVar, c);
+      a.out(newRunningMean, c, a.add(a.mul(keep, oldMean), a.mul(m, mu)));
+      a.out(newRunningVar, c, a.add(a.mul(keep, oldVar), a.mul(m, unbiased)));
+    }
+  });
+  return MP_OK;
+}
+
+extern "C" mpStatus mpBatchNormInference(const mpTensor *x,
+                                         const mpTensor *scale,
+                                         const mpTensor *bias,
+                                         const mpTensor *mean,
+                                         const mpTensor *variance,
+                                         mpTensor *y, float epsilon,
+                                         int32_t channelsLast,
+                                         mpElementType compute) {
+  Act act;
+  if (!batchNormShape(x, y, {scale, bias, mean, variance}, channelsLast,
+                      act) ||
+      !isFloatType(compute) || !(epsilon > 0))
+    return MP_ERROR_INVALID_ARGUMENT;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    for (int64_t c = 0; c < act.c; ++c) {
+      T mu = a.in(mean, c);
+      T r = a.div(T(1), a.sqrt(a.add(a.in(variance, c), T(epsilon))));
+      T g = a.in(scale, c), b = a.in(bias, c);
+      forChannel(act, c, [&](int64_t i) {
+        a.out(y, i, a.add(a.mul(a.mul(a.sub(a.in(x, i), mu), r), g), b));
+      });
+    }
+  });
+  return MP_OK;
+}
+
+extern "C" mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
+                                    const mpTensor *scale,
+                                    const mpTensor *mean,
+                                    const mpTensor *rstd, mpTensor *dx,
+                                    mpTensor *dscale, mpTensor *dbias,
+                                    int32_t channelsLast,
+                                    mpElementType compute) {
+  Act act, grad;
+  if (!batchNormShape(x, dx, {scale, mean, rstd, dscale, dbias},
+                      channelsLast, act) ||
+      !grad.init(dy, channelsLast) || grad.n != act.n || grad.c != act.c ||
+      grad.h != act.h || grad.w != act.w || !isFloatType(compute))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t count = act.n * act.h * act.w;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    for (int64_t c = 0; c < act.c; ++c) {
+      T mu = a.in(mean, c), r = a.in(rstd, c), g = a.in(scale, c);
+      // dbias = sum(dy), dscale = sum(dy * xhat);
+      // dx = g * r * (dy - dbias / count - xhat * dscale / count).
+      T sumDy = 0, sumDyXhat = 0;
+      forChannel(act, c, [&](int64_t i) {
+        T d = a.in(dy, i);
+        T xhat = a.mul(a.sub(a.in(x, i), mu), r);
+        sumDy = a.add(sumDy, d);
+        sumDyXhat = a.add(sumDyXhat, a.mul(d, xhat));
+      });
+      T meanDy = a.div(sumDy, T(count)), meanDyXhat = a.div(sumDyXhat, T(count));
+      T k = a.mul(g, r);
+      forChannel(act, c, [&](int64_t i) {
+        T xhat = a.mul(a.sub(a.in(x, i), mu), r);
+        T d = a.sub(a.sub(a.in(dy, i), meanDy), a.mul(xhat, meanDyXhat));
+        a.out(dx, i, a.mul(k, d));
+      });
+      a.out(dscale, c, sumDyXhat);
+      a.out(dbias, c, sumDy);
+    }
+  });
+  return MP_OK;
+}
