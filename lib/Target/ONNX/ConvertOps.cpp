@@ -1219,6 +1219,324 @@ LogicalResult convertSoftmaxCrossEntropyLoss(Importer &im) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Convolutional networks
+//===----------------------------------------------------------------------===//
+
+/// The 2-D window attributes shared by Conv and the pools: strides,
+/// dilations and [top, left, bottom, right] padding, with auto_pad
+/// resolved against the input's spatial size.
+struct Window2d {
+  SmallVector<int64_t> kernel, strides{1, 1}, dilations{1, 1},
+      padding{0, 0, 0, 0};
+};
+
+FailureOr<Window2d> windowAttrs(Importer &im, ArrayRef<int64_t> inputShape,
+                                ArrayRef<int64_t> kernel) {
+  Window2d w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  auto pair = [&](StringRef name, SmallVector<int64_t> &into) {
+    if (auto v = im.attrInts(name)) {
+      if (v->size() != 2) {
+        im.error() << name << " must have 2 values (only 2-D windows are "
+                   << "supported)";
+        return false;
+      }
+      into.assign(v->begin(), v->end());
+    }
+    return true;
+  };
+  if (!pair("strides", w.strides) || !pair("dilations", w.dilations))
+    return failure();
+  for (int64_t v : llvm::concat<int64_t>(w.strides, w.dilations))
+    if (v < 1) {
+      im.error() << "strides and dilations must be positive";
+      return failure();
+    }
+  std::string autoPad = im.attrString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET") {
+    if (auto pads = im.attrInts("pads")) {
+      if (pads->size() != 4) {
+        im.error() << "pads must have 4 values (only 2-D windows are "
+                   << "supported)";
+        return failure();
+      }
+      // ONNX: [top, left, bottom, right], tg's order.
+      w.padding.assign(pads->begin(), pads->end());
+    }
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int d = 0; d < 2; ++d) {
+      int64_t in = inputShape[2 + d], s = w.strides[d];
+      int64_t out = (in + s - 1) / s;
+      int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * s + extent - in);
+      int64_t small = total / 2, large = total - small;
+      bool upper = autoPad == "SAME_UPPER";
+      w.padding[d] = upper ? small : large;
+      w.padding[2 + d] = upper ? large : small;
+    }
+  } else if (autoPad != "VALID") {
+    im.error() << "auto_pad '" << autoPad << "' is not supported";
+    return failure();
+  }
+  for (int64_t p : w.padding)
+    if (p < 0) {
+      im.error() << "pads must not be negative";
+      return failure();
+    }
+  return w;
+}
+
+/// The node's input 0 as a rank-4 (NCHW) float activation.
+FailureOr<Value> imageInput(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  if (tensorType(*x).getRank() != 4) {
+    im.error() << "only 2-D " << im.node().opType << " (rank-4 NCHW input) "
+               << "is supported, the input is " << tensorType(*x);
+    return failure();
+  }
+  return x;
+}
+
+LogicalResult convertConv(Importer &im) {
+  FailureOr<Value> x = imageInput(im), w = floatInput(im, 1);
+  if (failed(x) || failed(w))
+    return failure();
+  RankedTensorType wt = tensorType(*w);
+  if (wt.getRank() != 4) {
+    im.error() << "the filter must be rank 4 [O, C / group, KH, KW], got "
+               << wt;
+    return failure();
+  }
+  if (auto k = im.attrInts("kernel_shape");
+      k && (k->size() != 2 || (*k)[0] != wt.getDimSize(2) ||
+            (*k)[1] != wt.getDimSize(3))) {
+    im.error() << "kernel_shape does not match the filter " << wt;
+    return failure();
+  }
+  FailureOr<Window2d> win = windowAttrs(
+      im, tensorType(*x).getShape(), wt.getShape().drop_front(2));
+  if (failed(win))
+    return failure();
+  Value filter = *w;
+  Type element = tensorType(*x).getElementType();
+  if (wt.getElementType() != element)
+    filter = tg::CastOp::create(im.builder, im.loc("filter"),
+                                wt.clone(element), filter);
+  int64_t group = im.attrInt("group", 1);
+  if (group < 1) {
+    im.error() << "group must be positive";
+    return failure();
+  }
+  RankedTensorType xt = tensorType(*x);
+  if (xt.getDimSize(1) % group != 0 || wt.getDimSize(0) % group != 0 ||
+      wt.getDimSize(1) * group != xt.getDimSize(1)) {
+    im.error() << "the filter " << wt << " does not fit " << xt.getDimSize(1)
+               << " input channels in " << group << " groups";
+    return failure();
+  }
+  SmallVector<int64_t> shape(xt.getShape());
+  shape[1] = wt.getDimSize(0);
+  for (int d = 0; d < 2; ++d) {
+    int64_t padded = shape[2 + d] + win->padding[d] + win->padding[2 + d];
+    int64_t extent = (wt.getDimSize(2 + d) - 1) * win->dilations[d] + 1;
+    if (padded < extent) {
+      im.error() << "the dilated kernel (" << extent << ") does not fit the "
+                 << "padded input (" << padded << ")";
+      return failure();
+    }
+    shape[2 + d] = (padded - extent) / win->strides[d] + 1;
+  }
+  auto &b = im.builder;
+  SmallVector<Type> types{xt.clone(shape)};
+  Value y = tg::Conv2dOp::create(
+      b, im.loc(), types.front(), *x, filter,
+      b.getDenseI64ArrayAttr(win->strides),
+      b.getDenseI64ArrayAttr(win->padding),
+      b.getDenseI64ArrayAttr(win->dilations), b.getI64IntegerAttr(group),
+      nullptr, nullptr);
+  if (im.hasInput(2)) {
+    FailureOr<Value> bias = floatInput(im, 2);
+    if (failed(bias))
+      return failure();
+    int64_t o = wt.getDimSize(0);
+    if (tensorType(*bias).getNumElements() != o) {
+      im.error() << "the bias must have " << o << " elements";
+      return failure();
+    }
+    Value bv = *bias;
+    if (tensorType(bv).getElementType() != element)
+      bv = tg::CastOp::create(b, im.loc("bias"),
+                              tensorType(bv).clone(element), bv);
+    y = binary<tg::AddOp>(im, y, reshape(im, bv, {o, 1, 1}, "bias"), "bias");
+    if (!y)
+      return failure();
+  }
+  im.define(0, y, im.inputType(0));
+  return success();
+}
+
+template <bool isMax> LogicalResult convertPool(Importer &im) {
+  FailureOr<Value> x = imageInput(im);
+  if (failed(x))
+    return failure();
+  auto kernel = im.attrInts("kernel_shape");
+  if (!kernel || kernel->size() != 2) {
+    im.error() << "kernel_shape must have 2 values (only 2-D pooling is "
+               << "supported)";
+    return failure();
+  }
+  if (im.attrInt("ceil_mode", 0) != 0) {
+    im.error() << "ceil_mode = 1 is not supported";
+    return failure();
+  }
+  if (isMax && im.attrInt("storage_order", 0) != 0) {
+    im.error() << "storage_order = 1 is not supported";
+    return failure();
+  }
+  if (isMax && im.isOutputUsed(1)) {
+    im.error() << "MaxPool's Indices output is not supported";
+    return failure();
+  }
+  FailureOr<Window2d> win = windowAttrs(im, tensorType(*x).getShape(), *kernel);
+  if (failed(win))
+    return failure();
+  if (win->dilations[0] != 1 || win->dilations[1] != 1) {
+    im.error() << "dilated pooling is not supported";
+    return failure();
+  }
+  auto &b = im.builder;
+  RankedTensorType in = tensorType(*x);
+  SmallVector<int64_t> shape(in.getShape());
+  for (int d = 0; d < 2; ++d) {
+    int64_t padded = shape[2 + d] + win->padding[d] + win->padding[2 + d];
+    if (padded < win->kernel[d] || win->padding[d] >= win->kernel[d] ||
+        win->padding[2 + d] >= win->kernel[d]) {
+      im.error() << "the window does not fit the input, or a padding is "
+                 << "not smaller than the window";
+      return failure();
+    }
+    shape[2 + d] = (padded - win->kernel[d]) / win->strides[d] + 1;
+  }
+  Value y;
+  if constexpr (isMax)
+    y = tg::MaxPool2dOp::create(b, im.loc(), in.clone(shape), *x,
+                                b.getDenseI64ArrayAttr(win->kernel),
+                                b.getDenseI64ArrayAttr(win->strides),
+                                b.getDenseI64ArrayAttr(win->padding), nullptr,
+                                nullptr);
+  else
+    y = tg::AvgPool2dOp::create(
+        b, im.loc(), in.clone(shape), *x, b.getDenseI64ArrayAttr(win->kernel),
+        b.getDenseI64ArrayAttr(win->strides),
+        b.getDenseI64ArrayAttr(win->padding), nullptr,
+        im.attrInt("count_include_pad", 0) ? b.getUnitAttr() : nullptr,
+        nullptr);
+  im.define(0, y, im.inputType(0));
+  return success();
+}
+
+/// GlobalAveragePool and GlobalMaxPool: a reduction over the spatial axes.
+template <typename ReduceOp> LogicalResult convertGlobalPool(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  RankedTensorType in = tensorType(*x);
+  if (in.getRank() < 3) {
+    im.error() << "the input must have spatial dimensions, got " << in;
+    return failure();
+  }
+  SmallVector<int64_t> axes, shape(in.getShape());
+  for (int64_t d = 2; d < in.getRank(); ++d) {
+    axes.push_back(d);
+    shape[d] = 1;
+  }
+  auto &b = im.builder;
+  Value y = ReduceOp::create(b, im.loc(), in.clone(shape), *x,
+                             b.getDenseI64ArrayAttr(axes), b.getUnitAttr(),
+                             nullptr);
+  im.define(0, y, im.inputType(0));
+  return success();
+}
+
+LogicalResult convertBatchNormalization(Importer &im) {
+  FailureOr<Value> x = imageInput(im);
+  if (failed(x))
+    return failure();
+  SmallVector<Value> perChannel;
+  for (unsigned k = 1; k < 5; ++k) {
+    FailureOr<Value> v = floatInput(im, k);
+    if (failed(v))
+      return failure();
+    perChannel.push_back(*v);
+  }
+  int64_t c = tensorType(*x).getDimSize(1);
+  for (Value v : perChannel)
+    if (tensorType(v).getShape() != ArrayRef<int64_t>{c}) {
+      im.error() << "scale, bias, mean and var must have shape [" << c
+                 << "], got " << tensorType(v);
+      return failure();
+    }
+  auto &b = im.builder;
+  auto retype = [&](Value v, Value like, StringRef suffix) -> Value {
+    Type e = tensorType(like).getElementType();
+    if (tensorType(v).getElementType() == e)
+      return v;
+    return tg::CastOp::create(b, im.loc(suffix), tensorType(v).clone(e), v)
+        .getResult();
+  };
+  Value scale = perChannel[0];
+  Value bias = retype(perChannel[1], scale, "bias");
+  Value mean = perChannel[2];
+  Value var = retype(perChannel[3], mean, "var");
+  double epsilon = im.attrFloat("epsilon", 1e-5);
+  if (!(epsilon > 0)) {
+    im.error() << "epsilon must be positive";
+    return failure();
+  }
+  auto eps = b.getF32FloatAttr(float(epsilon));
+  RankedTensorType xt = tensorType(*x);
+  if (!im.attrInt("training_mode", 0)) {
+    if (im.isOutputUsed(1) || im.isOutputUsed(2)) {
+      im.error() << "running statistics are outputs only in training mode";
+      return failure();
+    }
+    Value y = tg::BatchNormInferenceOp::create(b, im.loc(), xt, *x, scale,
+                                               bias, mean, var, eps, nullptr,
+                                               nullptr);
+    im.define(0, y, im.inputType(0));
+    return success();
+  }
+  // ONNX blends with `momentum` for the old statistics; tg's momentum is
+  // the batch's weight (PyTorch's).
+  double momentum = im.attrFloat("momentum", 0.9);
+  if (!(momentum >= 0 && momentum <= 1)) {
+    im.error() << "momentum must be in [0, 1]";
+    return failure();
+  }
+  Type statElement = xt.getElementType().isF64() ? xt.getElementType()
+                                                  : b.getF32Type();
+  auto stats = RankedTensorType::get({c}, statElement);
+  auto running = tensorType(mean);
+  auto op = tg::BatchNormOp::create(
+      b, im.loc(), TypeRange{xt, stats, stats, running, running}, *x, scale,
+      bias, mean, var, eps, b.getF32FloatAttr(float(1 - momentum)), nullptr,
+      nullptr);
+  im.define(0, op.getResult(), im.inputType(0));
+  // The new running statistics update the state arguments they came from.
+  for (unsigned k : {3u, 4u}) {
+    Value updated = op->getResult(k);
+    const std::string &name = im.node().inputs[k];
+    if (im.stateNames.count(name))
+      im.stateUpdates.push_back({name, updated});
+    if (im.isOutputUsed(k - 2))
+      im.define(k - 2, updated, im.inputType(k));
+  }
+  return success();
+}
+
 } // namespace
 
 const llvm::StringMap<Converter> &mp::onnx::getConverters() {
@@ -1247,6 +1565,12 @@ const llvm::StringMap<Converter> &mp::onnx::getConverters() {
       {"Softmax", convertSoftmax<tg::SoftmaxOp>},
       {"LogSoftmax", convertSoftmax<tg::LogSoftmaxOp>},
       {"LayerNormalization", convertLayerNormalization},
+      {"Conv", convertConv},
+      {"MaxPool", convertPool<true>},
+      {"AveragePool", convertPool<false>},
+      {"GlobalAveragePool", convertGlobalPool<tg::ReduceMeanOp>},
+      {"GlobalMaxPool", convertGlobalPool<tg::ReduceMaxOp>},
+      {"BatchNormalization", convertBatchNormalization},
       {"ReduceMean", convertReduce<tg::ReduceMeanOp>},
       {"ReduceSum", convertReduce<tg::ReduceSumOp>},
       {"ReduceMax", convertReduce<tg::ReduceMaxOp>},

@@ -264,6 +264,17 @@ void Importer::classifyInitializers() {
     }
   for (const auto &output : model.outputs)
     usedNames.insert(output.first);
+  // The running statistics of a batch norm in training mode are state.
+  for (const Node &node : model.nodes) {
+    const Attribute *training = node.attribute("training_mode");
+    if (node.opType == "BatchNormalization" && training && training->i &&
+        node.inputs.size() == 5)
+      for (unsigned k : {3u, 4u})
+        if (llvm::any_of(model.initializers, [&](const Tensor &t) {
+              return t.name == node.inputs[k];
+            }))
+          stateNames.insert(node.inputs[k]);
+  }
   std::vector<llvm::GlobPattern> frozen;
   for (const std::string &glob : options.freeze)
     if (auto pattern = llvm::GlobPattern::create(glob))
@@ -273,7 +284,7 @@ void Importer::classifyInitializers() {
   for (const Tensor &t : model.initializers) {
     if (!usedNames.count(t.name) || !isFloatType(t.type) ||
         t.numElements() < 2 || constantUse.count(t.name) ||
-        options.constantInputs.count(t.name))
+        options.constantInputs.count(t.name) || stateNames.count(t.name))
       continue;
     if (llvm::any_of(frozen, [&](const llvm::GlobPattern &g) {
           return g.match(t.name);
@@ -341,14 +352,17 @@ LogicalResult Importer::createFunction() {
   };
   SmallVector<Param> params;
   for (const Tensor &t : model.initializers) {
-    if (!trained.count(t.name)) {
+    bool isState = stateNames.count(t.name) && isFloatType(t.type);
+    if (!trained.count(t.name) && !isState) {
       if (usedNames.count(t.name))
         knowns[t.name] = Known::fromTensor(t);
       types[t.name] = t.type;
       continue;
     }
     params.push_back({&t, unsigned(argTypes.size())});
-    if (failed(addArg(t.name, t.type, t.dims, tg::TGDialect::kParamAttr)))
+    if (failed(addArg(t.name, t.type, t.dims,
+                      isState ? tg::TGDialect::kStateAttr
+                              : tg::TGDialect::kParamAttr)))
       return failure();
   }
   auto fnType = builder.getFunctionType(argTypes, {});
@@ -559,6 +573,12 @@ LogicalResult Importer::finishFunction() {
                                           ? "logits"
                                           : name));
     resultAttrs.push_back(attrs.getDictionary(context));
+  }
+  // New running statistics, after the graph's outputs.
+  for (const auto &[name, value] : stateUpdates) {
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        tg::TGDialect::kUpdateAttr, builder.getStringAttr(name))));
   }
   if (prediction && failed(addLabels(*prediction, labels == "classes")))
     return failure();

@@ -89,6 +89,11 @@ public:
   const OnnxImportOptions &options;
   /// Marks the loss outputs (SoftmaxCrossEntropyLoss) of the graph.
   std::set<std::string> lossValues;
+  /// New values of state arguments (running statistics), by state name,
+  /// returned as `tg.update` results.
+  std::vector<std::pair<std::string, mlir::Value>> stateUpdates;
+  /// Initializers that are state: updated by the graph, not trained.
+  std::set<std::string> stateNames;
 
 private:
   mlir::LogicalResult createFunction();

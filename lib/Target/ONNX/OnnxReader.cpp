@@ -317,12 +317,13 @@ Error convertAttribute(const ::onnx::AttributeProto &a, StringRef where,
 
 } // namespace
 
-Expected<Model> mp::onnx::readModel(StringRef path,
-                                    const ReadOptions &options) {
+namespace {
+
+/// Parses the ModelProto in `path`.
+Error parseModelFile(StringRef path, ::onnx::ModelProto &proto) {
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!file)
     return fail(path, "cannot read: " + file.getError().message());
-  ::onnx::ModelProto proto;
   StringRef bytes = (*file)->getBuffer();
   if (bytes.size() > size_t(INT32_MAX))
     return fail(path, "models larger than 2 GiB must keep their weights as "
@@ -330,6 +331,31 @@ Expected<Model> mp::onnx::readModel(StringRef path,
   if (!proto.ParseFromArray(bytes.data(), int(bytes.size())))
     return fail(path, "not an ONNX model (the protobuf does not parse: "
                       "truncated or not a ModelProto)");
+  return Error::success();
+}
+
+/// Parses the TensorProto in `path` and loads its external data (from
+/// files next to it).
+Error readTensorProto(StringRef path, ::onnx::TensorProto &proto) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!file)
+    return fail(path, "cannot read: " + file.getError().message());
+  StringRef bytes = (*file)->getBuffer();
+  if (bytes.size() > size_t(INT32_MAX) ||
+      !proto.ParseFromArray(bytes.data(), int(bytes.size())))
+    return fail(path, "not a serialized ONNX TensorProto");
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  return loadExternalData(proto, dir, path);
+}
+
+} // namespace
+
+Expected<Model> mp::onnx::readModel(StringRef path,
+                                    const ReadOptions &options) {
+  ::onnx::ModelProto proto;
+  if (Error e = parseModelFile(path, proto))
+    return std::move(e);
   if (!proto.has_graph())
     return fail(path, "the model has no graph");
   ::onnx::GraphProto &graph = *proto.mutable_graph();
@@ -352,17 +378,8 @@ Expected<Model> mp::onnx::readModel(StringRef path,
     if (it == graph.input().end())
       return fail(path, "the model has no input named '" + name +
                             "' to bind to a constant");
-    auto data = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
-    if (!data)
-      return fail(file, "cannot read: " + data.getError().message());
     ::onnx::TensorProto *t = graph.add_initializer();
-    StringRef tensorBytes = (*data)->getBuffer();
-    if (tensorBytes.size() > size_t(INT32_MAX) ||
-        !t->ParseFromArray(tensorBytes.data(), int(tensorBytes.size())))
-      return fail(file, "not a serialized ONNX TensorProto");
-    llvm::SmallString<256> tensorDir(file);
-    llvm::sys::path::remove_filename(tensorDir);
-    if (Error e = loadExternalData(*t, tensorDir, file))
+    if (Error e = readTensorProto(file, *t))
       return std::move(e);
     t->set_name(name);
   }
@@ -464,15 +481,9 @@ Expected<Model> mp::onnx::readModel(StringRef path,
 }
 
 Expected<GraphSummary> mp::onnx::readGraphSummary(StringRef path) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!file)
-    return fail(path, "cannot read: " + file.getError().message());
   ::onnx::ModelProto proto;
-  StringRef bytes = (*file)->getBuffer();
-  if (bytes.size() > size_t(INT32_MAX) ||
-      !proto.ParseFromArray(bytes.data(), int(bytes.size())))
-    return fail(path, "not an ONNX model (the protobuf does not parse: "
-                      "truncated or not a ModelProto)");
+  if (Error e = parseModelFile(path, proto))
+    return std::move(e);
   const ::onnx::GraphProto &graph = proto.graph();
   GraphSummary summary;
   for (const ::onnx::NodeProto &n : graph.node())
@@ -490,17 +501,8 @@ Expected<GraphSummary> mp::onnx::readGraphSummary(StringRef path) {
 }
 
 Expected<Tensor> mp::onnx::readTensor(StringRef path) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!file)
-    return fail(path, "cannot read: " + file.getError().message());
   ::onnx::TensorProto proto;
-  StringRef bytes = (*file)->getBuffer();
-  if (bytes.size() > size_t(INT32_MAX) ||
-      !proto.ParseFromArray(bytes.data(), int(bytes.size())))
-    return fail(path, "not a serialized ONNX TensorProto");
-  llvm::SmallString<256> dir(path);
-  llvm::sys::path::remove_filename(dir);
-  if (Error e = loadExternalData(proto, dir, path))
+  if (Error e = readTensorProto(path, proto))
     return std::move(e);
   Tensor tensor;
   if (Error e = convertTensor(proto, path, tensor))

@@ -12,6 +12,12 @@ kinds:
                Reshape/Transpose/Softmax, mean pooling and a Gemm head
   gemm-mlp     a small MLP of Gemm nodes with a symbolic batch (PyTorch's
                nn.Linear export), for gradient checks
+  cnn          a small ResNet-style CNN as torch.onnx exports it in training
+               mode: Conv (bias, padding, stride), BatchNormalization
+               (training_mode=1, running statistics in the initializers),
+               Relu, MaxPool, a residual Add, AveragePool,
+               GlobalAveragePool, Flatten and Gemm; --eval keeps the batch
+               norms in inference mode (what onnxruntime runs)
   unknown-op   a model with a node of an op type mp does not import
   external     a model whose weight lives in an external-data file that is
                not there
@@ -172,6 +178,56 @@ def gemm_mlp(g, batch):
     return g.model([x], [out])
 
 
+def cnn(g, batch, training=True):
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                      [batch, 3, 12, 12])
+
+    def conv(name, inp, cin, cout, k, stride=1, pad=0):
+        w = g.weight(name + ".weight", [cout, cin, k, k],
+                     1.0 / np.sqrt(cin * k * k))
+        b = g.weight(name + ".bias", [cout], 0.1)
+        return g.node("Conv", [inp, w, b], "/" + name + "/Conv",
+                      kernel_shape=[k, k], strides=[stride, stride],
+                      pads=[pad, pad, pad, pad])
+
+    def bn(name, inp, c):
+        scale = g.const(name + ".weight", np.ones(c))
+        bias = g.const(name + ".bias", np.zeros(c))
+        mean = g.const(name + ".running_mean",
+                       0.1 * g.rng.standard_normal(c))
+        var = g.const(name + ".running_var",
+                      1 + 0.1 * g.rng.random(c))
+        node = "/" + name + "/BatchNormalization"
+        if training:
+            return g.node("BatchNormalization", [inp, scale, bias, mean, var],
+                          node, outputs=[node + "_out", node + "_mean",
+                                         node + "_var"],
+                          epsilon=1e-5, momentum=0.9, training_mode=1)[0]
+        return g.node("BatchNormalization", [inp, scale, bias, mean, var],
+                      node, epsilon=1e-5)
+
+    h = conv("conv1", "input", 3, 8, 3, 1, 1)
+    h = g.node("Relu", [bn("bn1", h, 8)], "/relu1/Relu")
+    h = g.node("MaxPool", [h], "/pool1/MaxPool", kernel_shape=[2, 2],
+               strides=[2, 2])
+    r = conv("block.conv1", h, 8, 8, 3, 1, 1)
+    r = g.node("Relu", [bn("block.bn1", r, 8)], "/block/relu1/Relu")
+    r = conv("block.conv2", r, 8, 8, 3, 1, 1)
+    r = bn("block.bn2", r, 8)
+    h = g.node("Add", [h, r], "/block/Add")
+    h = g.node("Relu", [h], "/block/relu2/Relu")
+    h = g.node("AveragePool", [h], "/pool2/AveragePool", kernel_shape=[3, 3],
+               strides=[1, 1], pads=[1, 1, 1, 1])
+    h = g.node("GlobalAveragePool", [h], "/gap/GlobalAveragePool")
+    h = g.node("Flatten", [h], "/flatten/Flatten", axis=1)
+    g.node("Gemm", [h, g.weight("fc.weight", [10, 8]),
+                    g.weight("fc.bias", [10], 0.1)],
+           "/fc/Gemm", outputs=["logits"], transB=1)
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                        [batch, 10])
+    return g.model([x], [out], opset=15)
+
+
 def unknown_op(g, batch):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
     h = g.node("Relu", ["x"], "first")
@@ -214,6 +270,7 @@ KINDS = {
     "keras-mlp": keras_mlp,
     "transformer": transformer,
     "gemm-mlp": gemm_mlp,
+    "cnn": cnn,
     "unknown-op": unknown_op,
     "external": external,
     "newer-opset": newer_opset,
@@ -228,11 +285,15 @@ def main():
     parser.add_argument("--batch", default="N",
                         help="the batch dimension: a number or a symbol")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--eval", action="store_true",
+                        help="cnn: batch norms in inference mode")
     parser.add_argument("--hidden", type=int, default=128,
                         help="keras-mlp: the hidden layer's width")
     args = parser.parse_args()
     batch = int(args.batch) if args.batch.isdigit() else args.batch
     extra = {"hidden": args.hidden} if args.kind == "keras-mlp" else {}
+    if args.kind == "cnn":
+        extra = {"training": not args.eval}
     model = KINDS[args.kind](Graph(args.seed), batch, **extra)
     with open(args.output, "wb") as f:
         f.write(model.SerializeToString())
