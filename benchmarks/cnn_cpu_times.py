@@ -4,7 +4,8 @@
 Through mp-runner on the CPU backend, in one run of this script:
 
 * single convolution layers (forward, both gradients and an SGD update:
-  the training step of a one-layer model) at ResNet-like shapes;
+  the training step of a one-layer model whose logits are the global
+  average of the convolution) at ResNet-like shapes;
 * the ResNet-style example (examples/resnet.mlir) with Adam;
 
 each with --amp=off, f16 and bf16, through oneDNN and, for comparison,
@@ -27,27 +28,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LAYERS = [
     # name, batch, channels in, out, size, kernel, stride
-    ("conv3x3 64->64 @32x32", 16, 64, 64, 32, 3, 1),
-    ("conv3x3 128->128 @16x16", 16, 128, 128, 16, 3, 1),
-    ("conv1x1 64->128 /2 @32x32", 16, 64, 128, 32, 1, 2),
+    ("conv3x3 64->64 @32x32", 8, 64, 64, 32, 3, 1),
+    ("conv3x3 128->128 @16x16", 8, 128, 128, 16, 3, 1),
+    ("conv1x1 64->128 /2 @32x32", 8, 64, 128, 32, 1, 2),
 ]
 
 
 def layer_model(batch, cin, cout, size, k, stride):
+    """One convolution, then global average pooling to `cout` logits."""
     pad = k // 2
     out = (size + 2 * pad - k) // stride + 1
     x = f"tensor<{batch}x{cin}x{size}x{size}xf32>"
     w = f"tensor<{cout}x{cin}x{k}x{k}xf32>"
     y = f"tensor<{batch}x{cout}x{out}x{out}xf32>"
-    t = f"tensor<{batch}x{cout * out * out}xf32>"
+    logits = f"tensor<{batch}x{cout}xf32>"
     return f"""func.func @layer(%x: {x} {{tg.input = "x"}},
     %w: {w} {{tg.param = "conv.weight"}},
-    %t: {t} {{tg.label = "target"}}) -> (tensor<f32> {{tg.loss}})
-    attributes {{tg.forward}} {{
+    %labels: tensor<{batch}xi32> {{tg.label = "labels"}})
+    -> ({logits} {{tg.output = "logits"}}) attributes {{tg.forward}} {{
   %y = tg.conv2d %x, %w strides = [{stride}, {stride}] padding = [{pad}, {pad}, {pad}, {pad}] dilations = [1, 1] groups = 1 : ({x}, {w}) -> {y} loc("conv")
-  %f = tg.reshape %y : ({y}) -> {t}
-  %l = tg.mse_loss %f, %t : ({t}, {t}) -> tensor<f32>
-  return %l : tensor<f32>
+  %l = tg.reduce_mean %y axes = [2, 3] : ({y}) -> {logits} loc("pool")
+  return %l : {logits}
 }}
 """
 
