@@ -821,41 +821,25 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
                 c.call(isGrad ? "pool2d_grad" : "pool2d", module);
                 return success();
               })
-          .Case([&](BatchNormOp o) {
-            CallBuilder c(b, loc, site);
-            c.f(o.getEpsilon().convertToFloat());
-            c.f(o.getMomentum().convertToFloat());
-            c.i(o.getChannelsLast());
-            c.type(computeOf(o));
-            for (Value v : o->getOperands())
-              c.tensor(operand(v));
-            for (Value m : out)
-              c.tensor(m);
-            c.call("batch_norm", module);
-            return success();
-          })
-          .Case([&](BatchNormInferenceOp o) {
-            CallBuilder c(b, loc, site);
-            c.f(o.getEpsilon().convertToFloat());
-            c.i(o.getChannelsLast());
-            c.type(computeOf(o));
-            for (Value v : o->getOperands())
-              c.tensor(operand(v));
-            c.tensor(out[0]);
-            c.call("batch_norm_inference", module);
-            return success();
-          })
-          .Case([&](BatchNormGradOp o) {
-            CallBuilder c(b, loc, site);
-            c.i(o.getChannelsLast());
-            c.type(computeOf(o));
-            for (Value v : o->getOperands())
-              c.tensor(operand(v));
-            for (Value m : out)
-              c.tensor(m);
-            c.call("batch_norm_grad", module);
-            return success();
-          })
+          .Case<BatchNormOp, BatchNormInferenceOp, BatchNormGradOp>(
+              [&](auto o) {
+                // "epsilon:f [momentum:f] channels_last:i compute:type",
+                // then every operand and result.
+                using OpTy = decltype(o);
+                CallBuilder c(b, loc, site);
+                if constexpr (!std::is_same_v<OpTy, BatchNormGradOp>)
+                  c.f(o.getEpsilon().convertToFloat());
+                if constexpr (std::is_same_v<OpTy, BatchNormOp>)
+                  c.f(o.getMomentum().convertToFloat());
+                c.i(o.getChannelsLast());
+                c.type(computeOf(o));
+                for (Value v : o->getOperands())
+                  c.tensor(operand(v));
+                for (Value m : out)
+                  c.tensor(m);
+                c.call(o->getName().stripDialect(), module);
+                return success();
+              })
           // Loss scaling and optimizers.
           .Case([&](UnscaleGradsOp o) {
             CallBuilder c(b, loc, site);

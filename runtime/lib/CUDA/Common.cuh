@@ -21,6 +21,16 @@ namespace mp::cuda {
 
 constexpr int kThreads = 256;
 
+/// Launches `kernel` on the backend's stream with `C` = double for an f64
+/// compute type, else float.
+#define MP_LAUNCH_COMPUTE(compute, kernel, grid, ...)                          \
+  do {                                                                         \
+    if ((compute) == MP_F64)                                                   \
+      kernel<double><<<(grid), kThreads, 0, context()->stream>>>(__VA_ARGS__); \
+    else                                                                       \
+      kernel<float><<<(grid), kThreads, 0, context()->stream>>>(__VA_ARGS__);  \
+  } while (false)
+
 /// Blocks for a grid-stride loop over `n` items, `perThread` each.
 inline unsigned gridFor(int64_t n, int perThread = 1) {
   int64_t blocks = (n + int64_t(kThreads) * perThread - 1) /

@@ -156,14 +156,6 @@ __global__ void convGradFilterKernel(const void *dy, int dyType,
   }
 }
 
-#define MP_LAUNCH_COMPUTE(compute, kernel, grid, ...)                          \
-  do {                                                                         \
-    if ((compute) == MP_F64)                                                   \
-      kernel<double><<<(grid), kThreads, 0, context()->stream>>>(__VA_ARGS__); \
-    else                                                                       \
-      kernel<float><<<(grid), kThreads, 0, context()->stream>>>(__VA_ARGS__);  \
-  } while (false)
-
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//

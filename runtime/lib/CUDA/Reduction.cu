@@ -45,15 +45,6 @@ bool splitAt(const mpTensor *t, int64_t axis, int64_t &outer, int64_t &length,
   return true;
 }
 
-/// Launches `kernel` with `C` = double for an f64 compute type, else float.
-#define MP_LAUNCH_COMPUTE(compute, kernel, grid, ...)                          \
-  do {                                                                         \
-    if ((compute) == MP_F64)                                                   \
-      kernel<double><<<(grid), kThreads, 0, context()->stream>>>(__VA_ARGS__); \
-    else                                                                       \
-      kernel<float><<<(grid), kThreads, 0, context()->stream>>>(__VA_ARGS__);  \
-  } while (false)
-
 unsigned rowGrid(int64_t rows) {
   return unsigned(std::clamp<int64_t>(rows, 1, 1 << 20));
 }
