@@ -471,7 +471,7 @@ std::vector<Case> cases() {
       int gsc = random(bg, MP_F32, {6}, 0.5, 1.5);
       int gme = random(bg, MP_F32, {6}, -0.1, 0.1), grs = random(bg, MP_F32, {6}, 0.5, 1.5);
       int gdx = output(bg, t, act(6, 10, 15));
-      int gds = output(bg, MP_F32, {6}), gdb = output(bg, MP_F32, {6});
+      int gds = output(bg, MP_F32, {6}), gdb = output(bg, t, {6}); // own types
       bg.fields = [=](Words &w, const Emit &e) {
         w.push_back(last); w.push_back(MP_F32);
         e(gdy); e(gbx); e(gsc); e(gme); e(grs); e(gdx); e(gds); e(gdb);

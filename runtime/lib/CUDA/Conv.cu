@@ -342,7 +342,7 @@ struct BatchNormGradArgs {
   const void *dy, *x, *scale, *mean, *rstd;
   int dyType, xType, pType, sType;
   void *dx, *dscale, *dbias;
-  int dxType, gType;
+  int dxType, dscaleType, dbiasType;
 };
 
 template <typename C>
@@ -367,8 +367,8 @@ __global__ void batchNormGradKernel(BatchNormGradArgs a, Dims d, int compute) {
     storeAs<C>(a.dx, a.dxType, i, roundCompute(compute, v));
   }
   if (threadIdx.x == 0) {
-    storeAs<C>(a.dscale, a.gType, c, sumDyXhat);
-    storeAs<C>(a.dbias, a.gType, c, sumDy);
+    storeAs<C>(a.dscale, a.dscaleType, c, sumDyXhat);
+    storeAs<C>(a.dbias, a.dbiasType, c, sumDy);
   }
 }
 
@@ -549,14 +549,14 @@ mpStatus mp::cuda::mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
                           channelsLast, act) ||
       !grad.init(dy, channelsLast) || grad.n != act.n || grad.c != act.c ||
       grad.h != act.h || grad.w != act.w || !isFloatType(compute) ||
-      mean->elementType != rstd->elementType ||
-      dscale->elementType != dbias->elementType)
+      mean->elementType != rstd->elementType)
     return MP_ERROR_INVALID_ARGUMENT;
   BatchNormGradArgs a{dy->data,          x->data,           scale->data,
                       mean->data,        rstd->data,        dy->elementType,
                       x->elementType,    scale->elementType, mean->elementType,
                       dx->data,          dscale->data,      dbias->data,
-                      dx->elementType,   dscale->elementType};
+                      dx->elementType,   dscale->elementType,
+                      dbias->elementType};
   MP_LAUNCH_COMPUTE(compute, batchNormGradKernel, unsigned(act.c), a,
                     dimsOf(act), compute);
   return launched("batch norm gradient kernel") ? MP_OK : MP_ERROR_BACKEND;

@@ -145,7 +145,7 @@ def sweep_file(sweep, pool, path):
 
 
 def generate(tool, generator, workdir):
-    """Steps of both models at several sizes: derived by tg-make-train-step
+    """Steps of the three models at several sizes: derived by tg-make-train-step
     from the generator's forward functions, and one hand-written."""
     specs = [
         ("mlp", ["--layers", "1", "--batch", "8", "--width", "16"]),
@@ -154,6 +154,8 @@ def generate(tool, generator, workdir):
         ("transformer", ["--layers", "2", "--batch", "1", "--seq", "6",
                          "--d-model", "24", "--heads", "3", "--ffn", "40",
                          "--vocab", "31"]),
+        ("resnet", ["--batch", "2", "--image", "8", "--width", "4",
+                    "--classes", "5"]),
     ]
     paths = []
     for k, (model, args) in enumerate(specs):
@@ -161,7 +163,8 @@ def generate(tool, generator, workdir):
         out = os.path.join(workdir, f"generated{k}-{model}.mlir")
         subprocess.run([sys.executable, generator, model, *args, "-o",
                         forward], check=True)
-        optimizer = "sgd" if model == "mlp" else "adamw"
+        optimizer = {"mlp": "sgd", "transformer": "adamw",
+                     "resnet": "adam"}[model]
         subprocess.run([tool, forward, "--mlir-print-debuginfo",
                         f"--tg-make-train-step=optimizer={optimizer}", "-o",
                         out], check=True)

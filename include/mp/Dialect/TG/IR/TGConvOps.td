@@ -285,14 +285,15 @@ def TG_BatchNormInferenceOp : TG_ComputeOp<"batch_norm_inference", "Deny", [
 
 def TG_BatchNormGradOp : TG_ComputeOp<"batch_norm_grad", "Deny", [
     AllShapesMatch<["grad", "input", "input_grad"]>,
-    AllTypesMatch<["mean", "rstd"]>, AllTypesMatch<["scale_grad", "bias_grad"]>,
-    TG_IndependentResultStorage],
+    AllTypesMatch<["mean", "rstd"]>, TG_IndependentResultStorage],
     ["getOperandRole"]> {
   let summary = "gradient of batch_norm (training)";
   let description = [{
     Given the output gradient, the forward input, the scale, and the `mean`
     and `rstd` saved by `tg.batch_norm`, returns the gradients of the
-    input, the scale and the bias.
+    input, the scale and the bias, each in its own storage type (as for
+    `tg.layer_norm_grad`: an optimizer pinned to f16 may read one of them in
+    f16).
   }];
   let arguments = (ins TG_FloatTensor:$grad, TG_FloatTensor:$input,
                        TG_FloatTensor:$scale, TG_FloatTensor:$mean,
