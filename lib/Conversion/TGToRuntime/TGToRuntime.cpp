@@ -715,7 +715,9 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.call("concat", module);
             return success();
           })
-          .Case([&](SliceOp o) {
+          .Case<SliceOp, SliceGradOp>([&](auto o) {
+            // "rank:i offsets:i[rank] strides:i[rank]", then the one
+            // operand and the result.
             CallBuilder c(b, loc, site);
             int64_t rank = o.getOffsets().size();
             c.i(rank);
@@ -724,23 +726,9 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
               c.ints(*strides);
             else
               c.ints(SmallVector<int64_t>(rank, 1));
-            c.tensor(operand(o.getInput()));
+            c.tensor(operand(o->getOperand(0)));
             c.tensor(out[0]);
-            c.call("slice", module);
-            return success();
-          })
-          .Case([&](SliceGradOp o) {
-            CallBuilder c(b, loc, site);
-            int64_t rank = o.getOffsets().size();
-            c.i(rank);
-            c.ints(o.getOffsets());
-            if (auto strides = o.getStrides())
-              c.ints(*strides);
-            else
-              c.ints(SmallVector<int64_t>(rank, 1));
-            c.tensor(operand(o.getGrad()));
-            c.tensor(out[0]);
-            c.call("slice_grad", module);
+            c.call(o->getName().stripDialect(), module);
             return success();
           })
           .Case([&](ConstantOp o) -> LogicalResult {

@@ -36,6 +36,40 @@ void forEachPosition(const Act &out, const mpWindow *w, Body body) {
            ox * w->strides[1] - w->padding[1]);
 }
 
+/// Calls `body(input index, filter index)` for every tap of output channel
+/// `o`'s window at (y0, x0) in image `n` that lies inside the input, in
+/// (input channel, row, column) order.
+template <typename Body>
+void forEachTap(const ConvShape &s, const mpWindow *w, int64_t n, int64_t o,
+                int64_t y0, int64_t x0, Body body) {
+  int64_t cg = s.in.c / s.groups, first = (o / (s.out.c / s.groups)) * cg;
+  for (int64_t ci = 0; ci < cg; ++ci)
+    for (int64_t ky = 0; ky < s.kh; ++ky) {
+      int64_t y = y0 + ky * w->dilations[0];
+      if (y < 0 || y >= s.in.h)
+        continue;
+      for (int64_t kx = 0; kx < s.kw; ++kx) {
+        int64_t x = x0 + kx * w->dilations[1];
+        if (x >= 0 && x < s.in.w)
+          body(s.in.at(n, first + ci, y, x), s.filterAt(o, ci, ky, kx));
+      }
+    }
+}
+
+/// Calls `body(output index, input index, filter index)` for every tap of
+/// every output element, output elements in order.
+template <typename Body>
+void forEachOutputTap(const ConvShape &s, const mpWindow *w, Body body) {
+  for (int64_t n = 0; n < s.out.n; ++n)
+    for (int64_t o = 0; o < s.out.c; ++o)
+      forEachPosition(s.out, w, [&](int64_t oy, int64_t ox, int64_t y0,
+                                    int64_t x0) {
+        int64_t at = s.out.at(n, o, oy, ox);
+        forEachTap(s, w, n, o, y0, x0,
+                   [&](int64_t in, int64_t f) { body(at, in, f); });
+      });
+}
+
 /// A float copy of `t` (f16/bf16 storage widened exactly), or `t` itself.
 struct Widened {
   std::vector<float> data;
@@ -95,33 +129,15 @@ extern "C" mpStatus mpConv2d(const mpTensor *input, const mpTensor *filter,
   if (dnnlConv2d(DnnlConv::Forward, input, filter, out, w, compute) ||
       widenedDnnl(DnnlConv::Forward, input, filter, out, w, compute))
     return MP_OK;
-  int64_t cg = s.in.c / s.groups, og = s.out.c / s.groups;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
-    for (int64_t n = 0; n < s.out.n; ++n)
-      for (int64_t o = 0; o < s.out.c; ++o) {
-        int64_t g = o / og;
-        forEachPosition(s.out, w, [&](int64_t oy, int64_t ox, int64_t y0,
-                                      int64_t x0) {
-          T acc = 0;
-          for (int64_t ci = 0; ci < cg; ++ci)
-            for (int64_t ky = 0; ky < s.kh; ++ky) {
-              int64_t y = y0 + ky * w->dilations[0];
-              if (y < 0 || y >= s.in.h)
-                continue;
-              for (int64_t kx = 0; kx < s.kw; ++kx) {
-                int64_t x = x0 + kx * w->dilations[1];
-                if (x < 0 || x >= s.in.w)
-                  continue;
-                acc = a.add(acc, a.mul(a.in(input, s.in.at(n, g * cg + ci,
-                                                            y, x)),
-                                       a.in(filter, s.filterAt(o, ci, ky,
-                                                               kx))));
-              }
-            }
-          a.out(out, s.out.at(n, o, oy, ox), acc);
-        });
-      }
+    std::vector<T> acc(size_t(mpNumElements(out)), T(0));
+    forEachOutputTap(s, w, [&](int64_t at, int64_t in, int64_t f) {
+      acc[size_t(at)] =
+          a.add(acc[size_t(at)], a.mul(a.in(input, in), a.in(filter, f)));
+    });
+    for (size_t i = 0; i < acc.size(); ++i)
+      a.out(out, int64_t(i), acc[i]);
   });
   return MP_OK;
 }
@@ -137,32 +153,13 @@ extern "C" mpStatus mpConv2dGradInput(const mpTensor *dy,
   if (dnnlConv2d(DnnlConv::BackwardData, dx, filter, dy, w, compute) ||
       widenedDnnl(DnnlConv::BackwardData, dx, filter, dy, w, compute))
     return MP_OK;
-  int64_t cg = s.in.c / s.groups, og = s.out.c / s.groups;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     std::vector<T> acc(size_t(mpNumElements(dx)), T(0));
-    for (int64_t n = 0; n < s.out.n; ++n)
-      for (int64_t o = 0; o < s.out.c; ++o) {
-        int64_t g = o / og;
-        forEachPosition(s.out, w, [&](int64_t oy, int64_t ox, int64_t y0,
-                                      int64_t x0) {
-          T d = a.in(dy, s.out.at(n, o, oy, ox));
-          for (int64_t ci = 0; ci < cg; ++ci)
-            for (int64_t ky = 0; ky < s.kh; ++ky) {
-              int64_t y = y0 + ky * w->dilations[0];
-              if (y < 0 || y >= s.in.h)
-                continue;
-              for (int64_t kx = 0; kx < s.kw; ++kx) {
-                int64_t x = x0 + kx * w->dilations[1];
-                if (x < 0 || x >= s.in.w)
-                  continue;
-                T &slot = acc[size_t(s.in.at(n, g * cg + ci, y, x))];
-                slot = a.add(slot,
-                             a.mul(d, a.in(filter, s.filterAt(o, ci, ky, kx))));
-              }
-            }
-        });
-      }
+    forEachOutputTap(s, w, [&](int64_t at, int64_t in, int64_t f) {
+      acc[size_t(in)] =
+          a.add(acc[size_t(in)], a.mul(a.in(dy, at), a.in(filter, f)));
+    });
     for (size_t i = 0; i < acc.size(); ++i)
       a.out(dx, int64_t(i), acc[i]);
   });
@@ -181,29 +178,16 @@ extern "C" mpStatus mpConv2dGradFilter(const mpTensor *dy,
                  compute) ||
       widenedDnnl(DnnlConv::BackwardWeights, input, dfilter, dy, w, compute))
     return MP_OK;
-  int64_t cg = s.in.c / s.groups, og = s.out.c / s.groups;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
-    for (int64_t o = 0; o < s.out.c; ++o) {
-      int64_t g = o / og;
-      for (int64_t ci = 0; ci < cg; ++ci)
-        for (int64_t ky = 0; ky < s.kh; ++ky)
-          for (int64_t kx = 0; kx < s.kw; ++kx) {
-            T acc = 0;
-            for (int64_t n = 0; n < s.out.n; ++n)
-              forEachPosition(s.out, w, [&](int64_t oy, int64_t ox,
-                                            int64_t y0, int64_t x0) {
-                int64_t y = y0 + ky * w->dilations[0],
-                        x = x0 + kx * w->dilations[1];
-                if (y < 0 || y >= s.in.h || x < 0 || x >= s.in.w)
-                  return;
-                acc = a.add(acc,
-                            a.mul(a.in(dy, s.out.at(n, o, oy, ox)),
-                                  a.in(input, s.in.at(n, g * cg + ci, y, x))));
-              });
-            a.out(dfilter, s.filterAt(o, ci, ky, kx), acc);
-          }
-    }
+    // Each filter element sums over images and positions in order.
+    std::vector<T> acc(size_t(mpNumElements(dfilter)), T(0));
+    forEachOutputTap(s, w, [&](int64_t at, int64_t in, int64_t f) {
+      acc[size_t(f)] =
+          a.add(acc[size_t(f)], a.mul(a.in(dy, at), a.in(input, in)));
+    });
+    for (size_t i = 0; i < acc.size(); ++i)
+      a.out(dfilter, int64_t(i), acc[i]);
   });
   return MP_OK;
 }

@@ -16,15 +16,6 @@ using namespace mp::tg;
 
 namespace {
 
-std::string shapeString(ArrayRef<int64_t> dims) {
-  std::string str;
-  llvm::raw_string_ostream os(str);
-  os << '[';
-  llvm::interleaveComma(dims, os);
-  os << ']';
-  return str;
-}
-
 /// A rank-4 activation seen as N, C, H, W whatever its layout.
 struct Activation {
   int64_t n, c, h, w;
@@ -83,7 +74,7 @@ FailureOr<Activation> convOutput(std::optional<Location> loc, Type inputType,
                              " must divide the input channels (", in->c,
                              ") and the output channels (", f[0], ")");
   if (f[1] * groups != in->c)
-    return emitOptionalError(loc, "filter ", shapeString(f), " expects ",
+    return emitOptionalError(loc, "filter ", shapeStr(f), " expects ",
                              f[1] * groups, " input channels with groups = ",
                              groups, ", the input has ", in->c);
   auto oh = sweep(loc, in->h, padding[0], padding[2], f[2], strides[0],
@@ -120,7 +111,7 @@ LogicalResult expectShape(Operation *op, Type actual, const Activation &a,
   SmallVector<int64_t> shape = layoutShape(a, channelsLast);
   if (cast<RankedTensorType>(actual).getShape() != ArrayRef<int64_t>(shape))
     return op->emitOpError() << what << " must have shape "
-                             << shapeString(shape) << ", got " << actual;
+                             << shapeStr(shape) << ", got " << actual;
   return success();
 }
 
@@ -289,7 +280,8 @@ LogicalResult BatchNormGradOp::verify() {
   return checkBatchNorm(*this, getInput(), getChannelsLast(),
                         {{getScale(), "scale"},
                          {getMean(), "mean"},
-                         {getScaleGrad(), "scale_grad"}});
+                         {getScaleGrad(), "scale_grad"},
+                         {getBiasGrad(), "bias_grad"}});
 }
 
 OperandRole BatchNormGradOp::getOperandRole(unsigned index) {

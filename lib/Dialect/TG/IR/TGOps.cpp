@@ -24,8 +24,7 @@ using namespace mp::tg;
 // Shape helpers
 //===----------------------------------------------------------------------===//
 
-/// A shape as `[2, 3, 4]`, for diagnostics.
-static std::string shapeStr(ArrayRef<int64_t> dims) {
+std::string mp::tg::shapeStr(ArrayRef<int64_t> dims) {
   std::string str;
   llvm::raw_string_ostream os(str);
   os << '[';

@@ -42,6 +42,9 @@ llvm::LogicalResult inferReduceType(std::optional<mlir::Location> loc,
 /// element types may differ).
 bool haveSameShapes(mlir::TypeRange lhs, mlir::TypeRange rhs);
 
+/// A shape as `[2, 3, 4]`, for diagnostics.
+std::string shapeStr(llvm::ArrayRef<int64_t> dims);
+
 /// Checks that attribute `name` = `axis` lies in [0, rank).
 llvm::LogicalResult verifyAxis(mlir::Operation *op, llvm::StringRef name,
                                int64_t axis, int64_t rank);
