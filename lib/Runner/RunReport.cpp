@@ -20,6 +20,17 @@ double runner::meanStepTime(const Run &run) {
   return n ? sum / n : 0;
 }
 
+runner::Disagreement runner::compareClassifications(const Run &a,
+                                                   const Run &b) {
+  Disagreement d;
+  for (size_t i = 0, e = std::min(a.correct.size(), b.correct.size()); i < e;
+       ++i) {
+    d.onlyA += a.correct[i] && !b.correct[i];
+    d.onlyB += b.correct[i] && !a.correct[i];
+  }
+  return d;
+}
+
 llvm::json::Value runner::jsonNumber(double v) {
   if (std::isfinite(v))
     return v;

@@ -27,7 +27,19 @@ struct Run {
   std::unique_ptr<Trainer> trainer;
   std::vector<StepRecord> records;
   std::optional<double> accuracy;
+  /// Per evaluation sample, whether this run classified it correctly.
+  std::vector<bool> correct;
 };
+
+/// How two runs' classifications of the same evaluation samples differ:
+/// the samples only `a` got right and those only `b` got right. Under the
+/// hypothesis that neither run is better, each such sample is as likely to
+/// fall on either side, so `onlyB - onlyA` has standard deviation
+/// sqrt(onlyA + onlyB) (McNemar's test).
+struct Disagreement {
+  int64_t onlyA = 0, onlyB = 0;
+};
+Disagreement compareClassifications(const Run &a, const Run &b);
 
 /// The mean step time, without the first step (it fills the allocator's
 /// cache and warms up).

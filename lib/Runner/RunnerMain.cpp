@@ -218,11 +218,15 @@ llvm::Error evaluate(std::vector<Run> &runs, const Dataset &data,
         llvm::outs() << "\n";
       llvm::outs().flush();
     };
-    llvm::Expected<double> accuracy =
+    llvm::Expected<std::vector<bool>> correct =
         run.trainer->evaluate(data, maxSamples, progress);
-    if (!accuracy)
-      return accuracy.takeError();
-    run.accuracy = *accuracy;
+    if (!correct)
+      return correct.takeError();
+    run.correct = std::move(*correct);
+    run.accuracy = run.correct.empty()
+                       ? 0.0
+                       : 100.0 * llvm::count(run.correct, true) /
+                             run.correct.size();
   }
   return llvm::Error::success();
 }
@@ -256,6 +260,14 @@ llvm::Error writeSummary(const Options &o, llvm::ArrayRef<Run> runs,
     if (run.accuracy) {
       entry["accuracy"] = *run.accuracy;
       entry["accuracy_split"] = data.evalHeldOut ? "held-out" : "training";
+      entry["eval_samples"] = int64_t(run.correct.size());
+      // Paired counts against the first run, for significance tests.
+      if (&run != &runs.front() && runs.front().accuracy) {
+        Disagreement d = compareClassifications(runs.front(), run);
+        entry["paired_with"] = runs.front().label;
+        entry["only_this_correct"] = d.onlyB;
+        entry["only_paired_correct"] = d.onlyA;
+      }
     }
     runsJson.push_back(std::move(entry));
   }
@@ -538,10 +550,15 @@ int mp::runnerMain(int argc, char **argv) {
     llvm::outs() << "\n";
   }
   if (runs.size() == 2) {
-    if (runs[0].accuracy && runs[1].accuracy)
+    if (runs[0].accuracy && runs[1].accuracy) {
+      Disagreement d = compareClassifications(runs[0], runs[1]);
       llvm::outs() << llvm::formatv(
-          "{0} accuracy difference ({1} - fp32): {2:f2} points\n", split,
-          runs[1].label, *runs[1].accuracy - *runs[0].accuracy);
+          "{0} accuracy difference ({1} - fp32): {2:f2} points; the runs "
+          "disagree on {3} of {4} samples ({1} alone right on {5}, fp32 "
+          "alone on {6})\n",
+          split, runs[1].label, *runs[1].accuracy - *runs[0].accuracy,
+          d.onlyA + d.onlyB, runs[1].correct.size(), d.onlyB, d.onlyA);
+    }
     double t0 = meanStepTime(runs[0]), t1 = meanStepTime(runs[1]);
     if (t0 > 0)
       llvm::outs() << llvm::formatv("step time {0} / fp32: {1:f2}x\n",

@@ -205,14 +205,14 @@ int64_t Trainer::evaluationBatches(const Dataset &data,
   return std::max<int64_t>(samples / batch, samples > 0 ? 1 : 0);
 }
 
-llvm::Expected<double>
+llvm::Expected<std::vector<bool>>
 Trainer::evaluate(const Dataset &data, int64_t maxSamples,
                   llvm::function_ref<void(int64_t, int64_t)> progress) {
   int64_t batches = evaluationBatches(data, maxSamples);
   const HostTensor &logits = result(*logitsResult);
   const HostTensor &labels = buffers[*labelArg];
   int64_t classes = logits.shape.back();
-  int64_t correct = 0, total = 0;
+  std::vector<bool> correct;
   for (int64_t b = 0; b < batches; ++b) {
     data.fillBatch(data.eval, data.evalSamples, b, buffers);
     if (llvm::Error err = uploadBatch())
@@ -229,12 +229,11 @@ Trainer::evaluate(const Dataset &data, int64_t maxSamples,
         if (logits.getFloat(i * classes + c) >
             logits.getFloat(i * classes + best))
           best = c;
-      correct += best == labels.getInt(i);
-      ++total;
+      correct.push_back(best == labels.getInt(i));
     }
     progress(b + 1, batches);
   }
-  return total ? 100.0 * correct / total : 0.0;
+  return correct;
 }
 
 llvm::Expected<Checkpoint>

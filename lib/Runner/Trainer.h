@@ -50,11 +50,12 @@ public:
   /// (no `logits` output, or no integer labels it classifies).
   int64_t evaluationBatches(const Dataset &data, int64_t maxSamples) const;
 
-  /// Accuracy in percent of the argmax of the `logits` output over the
-  /// first evaluationBatches() batches of the evaluation split. Runs the
-  /// forward function alone (no backward pass, no update); calls
+  /// Whether the argmax of the `logits` output is the label, for each
+  /// sample of the first evaluationBatches() batches of the evaluation
+  /// split, in order (so that two runs can be compared sample by sample).
+  /// Runs the forward function alone (no backward pass, no update); calls
   /// `progress(done, total)` after each batch.
-  llvm::Expected<double>
+  llvm::Expected<std::vector<bool>>
   evaluate(const Dataset &data, int64_t maxSamples,
            llvm::function_ref<void(int64_t, int64_t)> progress);
 
