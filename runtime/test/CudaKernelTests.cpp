@@ -400,6 +400,29 @@ std::vector<Case> cases() {
     };
     all.push_back(std::move(g));
   }
+  // Dropout: the same Philox mask on both backends (values in [0.5, 2], so
+  // one element masked differently is far outside the tolerance), at an
+  // odd size that ends inside a block of four.
+  for (mpElementType t : floats) {
+    for (mpElementType compute : {MP_F32, MP_F64}) {
+      Case c{std::string("dropout ") + typeName(t) + " compute " + typeName(compute),
+             ENTRY(dropout), {}, 1, nullptr};
+      int x = random(c, t, {37, 1001}, 0.5, 2);
+      int seed = scalar(c, MP_I64, 4503599627370497.0);
+      int y = output(c, t, {37, 1001});
+      c.fields = [=](Words &w, const Emit &e) {
+        w.push_back(bits(0.3)); w.push_back(5); w.push_back(compute);
+        e(x); e(seed); e(y);
+      };
+      all.push_back(std::move(c));
+    }
+  }
+  {
+    Case c{"next_seed", ENTRY(next_seed), {}, 1, nullptr};
+    int seed = scalar(c, MP_I64, 41), next = scalar(c, MP_I64, 0, true);
+    c.fields = [=](Words &, const Emit &e) { e(seed); e(next); };
+    all.push_back(std::move(c));
+  }
   // Convolutions (strides, dilation, asymmetric padding, groups, both
   // layouts), pooling and batch norm against the CPU's reference loops.
   for (mpElementType t : floats) {

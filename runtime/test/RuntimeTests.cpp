@@ -1,6 +1,6 @@
 //===- RuntimeTests.cpp - CPU runtime kernels against references ----------===//
 //
-// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv> [seed]
+// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv|dropout> [seed]
 //
 // Each suite compares the runtime with a reference written here from the
 // specification, independently of the runtime's code:
@@ -36,12 +36,20 @@
 //   dot-product error bound ((1 + u)^K - 1) * sum|a b| of the compute type's
 //   unit roundoff u, plus one rounding to the output storage.
 //
+// * dropout: Philox4x32-10 against Random123's published known answers;
+//   masks against the rule of Philox.h (kept values exactly x / (1 - rate)
+//   rounded once, dropped ones exactly 0) in every storage and compute
+//   type; the kept fraction within 5 standard deviations of 1 - rate; the
+//   same mask for the same (seed, stream) in any storage type and in place,
+//   other masks for other streams and seeds; next_seed; invalid arguments.
+//
 // Prints one line per check group and a closing "N passed, M failed" line;
 // exits non-zero on any failure.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mp/Runtime/MPRuntime.h"
+#include "mp/Runtime/Philox.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -1861,10 +1869,187 @@ void testNormAndMovement(std::mt19937_64 &rng) {
 
 } // namespace
 
+namespace {
+
+void testDropout(std::mt19937_64 &rng) {
+  // Random123's kat_vectors for philox4x32 with 10 rounds.
+  struct Kat {
+    mpPhilox4x32 counter;
+    uint32_t key[2];
+    uint32_t expected[4];
+  } kats[] = {
+      {{{0, 0, 0, 0}}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}};
+  bool katOk = true;
+  for (const Kat &k : kats) {
+    mpPhilox4x32 r = mpPhilox4x32_10(k.counter, k.key[0], k.key[1]);
+    katOk &= std::equal(r.v, r.v + 4, k.expected);
+  }
+  check(katOk, "Philox4x32-10 matches Random123's known answers");
+
+  // The mask rule, written out: element i keeps when the 24-bit uniform of
+  // its word is at least the rate.
+  auto keeps = [](uint64_t seed, int64_t stream, int64_t i, float rate) {
+    mpPhilox4x32 w = mpPhilox4x32_10(
+        {{uint32_t(i / 4), uint32_t(uint64_t(i / 4) >> 32), uint32_t(stream),
+          uint32_t(uint64_t(stream) >> 32)}},
+        uint32_t(seed), uint32_t(seed >> 32));
+    return double(w.v[i % 4] >> 8) / 16777216.0 >= double(rate);
+  };
+  struct Storage {
+    mpElementType type;
+    const char *name;
+  } storages[] = {{MP_F32, "f32"}, {MP_F16, "f16"}, {MP_BF16, "bf16"}};
+  std::uniform_real_distribution<float> value(-4, 4);
+  for (float rate : {0.0f, 0.1f, 0.5f, 0.9f}) {
+    for (const Storage &st : storages) {
+      for (mpElementType compute : {MP_F32, MP_F64}) {
+        int64_t n = 1 + int64_t(rng() % 5000);
+        int64_t seed = int64_t(rng()), stream = int64_t(rng() % 1000);
+        size_t bytes = mpElementSize(st.type);
+        std::vector<float> xf(n);
+        std::vector<char> x(n * bytes), y(n * bytes);
+        mpTensor X = tensorOf(x.data(), st.type, {n}),
+                 Y = tensorOf(y.data(), st.type, {n}),
+                 S = tensorOf(&seed, MP_I64, {});
+        for (int64_t i = 0; i < n; ++i) {
+          // Exactly representable in the storage type.
+          float v = value(rng);
+          if (st.type == MP_F16)
+            v = mpF16ToF32(mpF32ToF16(v));
+          if (st.type == MP_BF16)
+            v = mpBF16ToF32(mpF32ToBF16(v));
+          xf[i] = v;
+          if (st.type == MP_F32)
+            std::memcpy(&x[i * 4], &v, 4);
+          else {
+            uint16_t h = st.type == MP_F16 ? mpF32ToF16(v) : mpF32ToBF16(v);
+            std::memcpy(&x[i * 2], &h, 2);
+          }
+        }
+        bool ok = mpDropout(&X, &S, &Y, rate, stream, compute) == MP_OK;
+        auto loadY = [&](int64_t i) -> double {
+          if (st.type == MP_F32) {
+            float f;
+            std::memcpy(&f, &y[i * 4], 4);
+            return f;
+          }
+          uint16_t h;
+          std::memcpy(&h, &y[i * 2], 2);
+          return st.type == MP_F16 ? mpF16ToF32(h) : mpBF16ToF32(h);
+        };
+        auto round = [&](double v) -> double {
+          float f = float(v);
+          if (st.type == MP_F16)
+            return mpF16ToF32(mpF32ToF16(f));
+          if (st.type == MP_BF16)
+            return mpBF16ToF32(mpF32ToBF16(f));
+          return f;
+        };
+        // f64 compute rounds x / (1 - rate) once to the storage type: the
+        // result is a nearest value (its bit-pattern neighbours are no
+        // closer).
+        auto nearest = [&](double got, double exact) {
+          if (st.type == MP_F32 || got == 0)
+            return got == round(exact);
+          uint16_t h = st.type == MP_F16 ? mpF32ToF16(float(got))
+                                         : mpF32ToBF16(float(got));
+          for (uint16_t k : {uint16_t(h - 1), uint16_t(h + 1)}) {
+            double other = st.type == MP_F16 ? mpF16ToF32(k) : mpBF16ToF32(k);
+            if (std::fabs(other - exact) < std::fabs(got - exact))
+              return false;
+          }
+          return true;
+        };
+        for (int64_t i = 0; ok && i < n; ++i) {
+          if (!keeps(uint64_t(seed), stream, i, rate))
+            ok = loadY(i) == 0;
+          else if (compute == MP_F64)
+            ok = nearest(loadY(i), double(xf[i]) / (1.0 - double(rate)));
+          else
+            ok = loadY(i) == round(xf[i] * (1.0f / (1.0f - rate)));
+        }
+        check(ok, "dropout rate " + sci(rate) + " " + st.name + " storage, " +
+                      (compute == MP_F64 ? "f64" : "f32") + " compute, " +
+                      std::to_string(n) + " elements");
+      }
+    }
+  }
+
+  // Kept fraction on a large tensor; the same mask in place, other masks
+  // for other streams and seeds.
+  const int64_t n = 200003;
+  std::vector<float> ones(n, 1.0f), a(n), b(n), c(n), inPlace(n, 1.0f);
+  int64_t seed = int64_t(rng());
+  mpTensor One = tensorOf(ones.data(), MP_F32, {n}),
+           A = tensorOf(a.data(), MP_F32, {n}),
+           B = tensorOf(b.data(), MP_F32, {n}),
+           C = tensorOf(c.data(), MP_F32, {n}),
+           P = tensorOf(inPlace.data(), MP_F32, {n}),
+           S = tensorOf(&seed, MP_I64, {});
+  for (float rate : {0.1f, 0.5f, 0.9f}) {
+    bool ok = mpDropout(&One, &S, &A, rate, 0, MP_F32) == MP_OK;
+    int64_t kept = std::count_if(a.begin(), a.end(),
+                                 [](float v) { return v != 0; });
+    double sigma = std::sqrt(double(rate) * (1 - rate) / n);
+    check(ok && std::fabs(double(kept) / n - (1 - rate)) <= 5 * sigma,
+          "dropout rate " + sci(rate) + " keeps " + std::to_string(kept) +
+              " of " + std::to_string(n));
+  }
+  bool ok = mpDropout(&One, &S, &A, 0.5f, 7, MP_F32) == MP_OK &&
+            mpDropout(&P, &S, &P, 0.5f, 7, MP_F32) == MP_OK;
+  check(ok && a == inPlace, "dropout in place draws the same mask");
+  ok = mpDropout(&One, &S, &B, 0.5f, 8, MP_F32) == MP_OK;
+  int64_t next = 0;
+  mpTensor Next = tensorOf(&next, MP_I64, {});
+  ok &= mpNextSeed(&S, &Next) == MP_OK && next == seed + 1;
+  check(ok, "next_seed adds one");
+  ok &= mpDropout(&One, &Next, &C, 0.5f, 7, MP_F32) == MP_OK;
+  auto agree = [&](const std::vector<float> &u, const std::vector<float> &v) {
+    int64_t same = 0;
+    for (int64_t i = 0; i < n; ++i)
+      same += (u[i] != 0) == (v[i] != 0);
+    return double(same) / n;
+  };
+  // Independent masks at rate 0.5 agree on half the elements.
+  double sigma = std::sqrt(0.25 / n);
+  check(ok && std::fabs(agree(a, b) - 0.5) <= 5 * sigma &&
+            std::fabs(agree(a, c) - 0.5) <= 5 * sigma,
+        "other streams and seeds draw independent masks");
+  int64_t wrap = INT64_MAX, wrapped = 0;
+  mpTensor W = tensorOf(&wrap, MP_I64, {}), Wn = tensorOf(&wrapped, MP_I64, {});
+  check(mpNextSeed(&W, &Wn) == MP_OK && wrapped == INT64_MIN,
+        "next_seed wraps");
+
+  // Invalid arguments are errors, not undefined behaviour.
+  int32_t narrow = 0;
+  mpTensor N32 = tensorOf(&narrow, MP_I32, {});
+  check(mpDropout(&One, &S, &A, 1.0f, 0, MP_F32) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpDropout(&One, &S, &A, -0.5f, 0, MP_F32) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpDropout(&One, &S, &A, NAN, 0, MP_F32) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpDropout(&One, &S, &A, 0.5f, -1, MP_F32) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpDropout(&One, &N32, &A, 0.5f, 0, MP_F32) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpNextSeed(&N32, &Next) == MP_ERROR_INVALID_ARGUMENT,
+        "dropout rejects a rate outside [0, 1), a negative stream and a "
+        "non-i64 seed");
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv> "
+                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv|dropout> "
                  "[seed]\n");
     return 2;
   }
@@ -1897,6 +2082,8 @@ int main(int argc, char **argv) {
   } else if (suite == "conv") {
     testConvolution(rng);
     testPoolingAndBatchNorm(rng);
+  } else if (suite == "dropout") {
+    testDropout(rng);
   } else {
     std::fprintf(stderr, "unknown suite '%s'\n", suite.c_str());
     return 2;

@@ -588,6 +588,24 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             unary(kindOf(o), o.getInput(), computeOf(o));
             return success();
           })
+          .Case([&](DropoutOp o) {
+            CallBuilder c(b, loc, site);
+            c.f(o.getRate().convertToFloat());
+            c.i(o.getStream());
+            c.type(computeOf(o));
+            c.tensor(operand(o.getInput()));
+            c.tensor(operand(o.getSeed()));
+            c.tensor(out[0]);
+            c.call("dropout", module);
+            return success();
+          })
+          .Case([&](NextSeedOp o) {
+            CallBuilder c(b, loc, site);
+            c.tensor(operand(o.getSeed()));
+            c.tensor(out[0]);
+            c.call("next_seed", module);
+            return success();
+          })
           .Case<ReluGradOp, TanhGradOp, SigmoidGradOp, GeluGradOp>(
               [&](auto o) {
                 activationGrad(kindOf(o), o.getGrad(), o.getSaved(),

@@ -9,9 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "mp/Runtime/MPRuntime.h"
+#include "mp/Runtime/Philox.h"
 
 #include "Elements.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mp::rt;
@@ -188,5 +190,42 @@ extern "C" mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs,
                               roundCompute(compute, float(b))));
     store(out->data, out->elementType, i, r);
   }
+  return MP_OK;
+}
+
+extern "C" mpStatus mpDropout(const mpTensor *in, const mpTensor *seed,
+                              mpTensor *out, float rate, int64_t stream,
+                              mpElementType compute) {
+  if (!valid(in) || !valid(out) || !sameShape(in, out) ||
+      !isFloatType(compute) || !isScalar(seed, MP_I64) || !(rate >= 0) ||
+      !(rate < 1) || stream < 0)
+    return MP_ERROR_INVALID_ARGUMENT;
+  auto s = static_cast<uint64_t>(*static_cast<const int64_t *>(seed->data));
+  uint32_t threshold = mpDropoutThreshold(rate);
+  float scale = 1.0f / (1.0f - rate);
+  int64_t n = mpNumElements(in);
+  for (int64_t block = 0; block * 4 < n; ++block) {
+    mpPhilox4x32 words = mpDropoutBlock(s, uint64_t(stream), uint64_t(block));
+    for (int64_t i = block * 4, e = std::min(n, i + 4); i < e; ++i) {
+      bool keep = mpDropoutKeeps(words.v[i % 4], threshold);
+      if (compute == MP_F64) {
+        double x = load(in->data, in->elementType, i);
+        store(out->data, out->elementType, i,
+              keep ? x / (1.0 - double(rate)) : 0.0);
+      } else {
+        float x = roundCompute(compute, float(load(in->data, in->elementType, i)));
+        store(out->data, out->elementType, i,
+              roundCompute(compute, keep ? x * scale : 0.0f));
+      }
+    }
+  }
+  return MP_OK;
+}
+
+extern "C" mpStatus mpNextSeed(const mpTensor *seed, mpTensor *out) {
+  if (!isScalar(seed, MP_I64) || !isScalar(out, MP_I64))
+    return MP_ERROR_INVALID_ARGUMENT;
+  auto s = static_cast<uint64_t>(*static_cast<const int64_t *>(seed->data));
+  *static_cast<int64_t *>(out->data) = static_cast<int64_t>(s + 1);
   return MP_OK;
 }

@@ -11,6 +11,10 @@
 #include "Common.cuh"
 #include "Kernels.h"
 
+#include "mp/Runtime/Philox.h"
+
+#include <type_traits>
+
 using namespace mp;
 using namespace mp::cuda;
 
@@ -362,4 +366,73 @@ mpStatus mp::cuda::mpBinary(mpBinaryKind kind, const mpTensor *lhs,
         kind, compute, lhs->data, lhs->elementType, rhs->data,
         rhs->elementType, out->data, out->elementType, n, plan);
   return launched("binary kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One thread per block of four elements (one Philox block). The seed is
+/// read from device memory, so a captured graph sees the advanced seed.
+template <typename C>
+__global__ void dropoutKernel(const void *in, int inType, const int64_t *seed,
+                              void *out, int outType, int64_t n,
+                              uint32_t threshold, float rate, float scale,
+                              int64_t stream, int compute) {
+  auto s = static_cast<uint64_t>(*seed);
+  for (int64_t block = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+       block * 4 < n; block += int64_t(gridDim.x) * blockDim.x) {
+    mpPhilox4x32 words =
+        mpDropoutBlock(s, uint64_t(stream), uint64_t(block));
+    for (int64_t i = block * 4, e = i + 4 < n ? i + 4 : n; i < e; ++i) {
+      bool keep = mpDropoutKeeps(words.v[i % 4], threshold);
+      C x = roundCompute(compute, loadAs<C>(in, inType, i));
+      C y;
+      if constexpr (std::is_same_v<C, double>)
+        y = keep ? x / (1.0 - double(rate)) : 0.0;
+      else
+        y = keep ? x * scale : 0.0f;
+      storeAs<C>(out, outType, i, roundCompute(compute, y));
+    }
+  }
+}
+
+__global__ void nextSeedKernel(const int64_t *seed, int64_t *out) {
+  *out = static_cast<int64_t>(static_cast<uint64_t>(*seed) + 1);
+}
+
+} // namespace
+
+mpStatus mp::cuda::mpDropout(const mpTensor *in, const mpTensor *seed,
+                             mpTensor *out, float rate, int64_t stream,
+                             mpElementType compute) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  if (!validFloat(in) || !validFloat(out) || !sameShape(in, out) ||
+      !isFloatType(compute) || !isScalar(seed, MP_I64) || !(rate >= 0) ||
+      !(rate < 1) || stream < 0)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = mpNumElements(in);
+  if (!n)
+    return MP_OK;
+  MP_LAUNCH_COMPUTE(compute, dropoutKernel, gridFor((n + 3) / 4), in->data,
+                    in->elementType, static_cast<const int64_t *>(seed->data),
+                    out->data, out->elementType, n, mpDropoutThreshold(rate),
+                    rate, 1.0f / (1.0f - rate), stream, compute);
+  return launched("dropout kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpNextSeed(const mpTensor *seed, mpTensor *out) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  if (!isScalar(seed, MP_I64) || !isScalar(out, MP_I64))
+    return MP_ERROR_INVALID_ARGUMENT;
+  nextSeedKernel<<<1, 1, 0, c->stream>>>(
+      static_cast<const int64_t *>(seed->data),
+      static_cast<int64_t *>(out->data));
+  return launched("next_seed kernel") ? MP_OK : MP_ERROR_BACKEND;
 }

@@ -120,6 +120,9 @@ mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
                          const mpTensor *rstd, mpTensor *dx, mpTensor *dscale,
                          mpTensor *dbias, int32_t channelsLast,
                          mpElementType compute);
+mpStatus mpDropout(const mpTensor *in, const mpTensor *seed, mpTensor *out,
+                   float rate, int64_t stream, mpElementType compute);
+mpStatus mpNextSeed(const mpTensor *seed, mpTensor *out);
 
 using rt::isFloatType;
 using rt::isScalar;

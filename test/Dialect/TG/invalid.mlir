@@ -1029,3 +1029,47 @@ func.func @batch_norm_channels_last(%x: tensor<2x4x4x3xf32>, %g: tensor<4xf32>) 
   %y = tg.batch_norm_inference %x, %g, %g, %g, %g epsilon = 1.0e-05 channels_last : (tensor<2x4x4x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x4x3xf32>
   return
 }
+
+// -----
+
+// Rule: dropout's rate is in [0, 1).
+func.func @dropout_rate_one(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{rate must be in [0, 1), got 1}}
+  %0 = tg.dropout %x, %s rate = 1.0 stream = 0 : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_rate_negative(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{rate must be in [0, 1), got -1.000000e-01}}
+  %0 = tg.dropout %x, %s rate = -0.1 stream = 0 : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Rule: the seed is a rank-0 i64 tensor.
+func.func @dropout_seed_type(%x: tensor<4xf32>, %s: tensor<i32>) {
+  // expected-error @+1 {{operand #1 must be 0D tensor of 64-bit signless integer values}}
+  %0 = tg.dropout %x, %s rate = 0.5 stream = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Rule: streams are non-negative.
+func.func @dropout_stream(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{attribute 'stream' failed to satisfy constraint}}
+  %0 = tg.dropout %x, %s rate = 0.5 stream = -1 : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Rule: dropout keeps its input's type.
+func.func @dropout_type(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{all of {input, result} have same type}}
+  %0 = tg.dropout %x, %s rate = 0.5 stream = 0 : (tensor<4xf32>, tensor<i64>) -> tensor<4xf16>
+  return
+}

@@ -256,3 +256,14 @@ func.func @cnn_ops(%x: tensor<2x3x8x8xf16>, %w: tensor<4x3x3x3xf16>, %g: tensor<
   %bi = tg.batch_norm_inference %xl, %g, %g, %g, %g epsilon = 1.0e-05 channels_last : (tensor<2x8x8x4xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x8x8x4xf16>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func @dropout
+func.func @dropout(%x: tensor<8x16xbf16>, %s: tensor<i64>) -> (tensor<8x16xbf16>, tensor<i64>) {
+  // CHECK: tg.dropout %{{.*}}, %{{.*}} rate = 1.000000e-01 stream = 3 compute(f32) : (tensor<8x16xbf16>, tensor<i64>) -> tensor<8x16xbf16>
+  %0 = tg.dropout %x, %s rate = 0.1 stream = 3 compute(f32) : (tensor<8x16xbf16>, tensor<i64>) -> tensor<8x16xbf16>
+  // CHECK: tg.next_seed %{{.*}} : tensor<i64>
+  %1 = tg.next_seed %s : tensor<i64>
+  return %0, %1 : tensor<8x16xbf16>, tensor<i64>
+}

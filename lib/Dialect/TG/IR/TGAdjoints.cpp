@@ -309,6 +309,19 @@ LogicalResult GeluOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
                       });
 }
 
+LogicalResult DropoutOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                       ArrayRef<bool> wanted,
+                                       SmallVectorImpl<Value> &out) {
+  // The same mask and scale applied to dy: recomputed from the seed, not
+  // stored.
+  return unaryAdjoint(*this, b, dys, wanted, out,
+                      [&](OpBuilder &b, Location loc, Value dy) {
+                        return DropoutOp::create(
+                            b, loc, dy.getType(), dy, getSeed(),
+                            getRateAttr(), getStreamAttr(), nullptr);
+                      });
+}
+
 LogicalResult ExpOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
                                    ArrayRef<bool> wanted,
                                    SmallVectorImpl<Value> &out) {

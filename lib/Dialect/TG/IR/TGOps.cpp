@@ -205,6 +205,13 @@ checkLayerNormShapes(std::optional<Location> loc, RankedTensorType input,
   return SmallVector<int64_t>(input.getShape().take_front(axis));
 }
 
+LogicalResult DropoutOp::verify() {
+  float rate = getRate().convertToFloat();
+  if (!(rate >= 0 && rate < 1))
+    return emitOpError("rate must be in [0, 1), got ") << rate;
+  return success();
+}
+
 LogicalResult LayerNormOp::verify() {
   RankedTensorType input = getInput().getType();
   auto stats = checkLayerNormShapes(getLoc(), input, getScale().getType(),

@@ -387,6 +387,16 @@ mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
                          mpTensor *dbias, int32_t channelsLast,
                          mpElementType compute);
 
+/* Dropout with the counter-based mask of Philox.h: out = in / (1 - rate)
+ * where the mask of (`seed`, `stream`) keeps an element, else 0. `seed` is
+ * an i64 scalar tensor, read where it lives (device memory on the GPU), so
+ * that a captured step draws a new mask when its seed state advances. The
+ * gradient is the same call on the output gradient. rate in [0, 1). */
+mpStatus mpDropout(const mpTensor *in, const mpTensor *seed, mpTensor *out,
+                   float rate, int64_t stream, mpElementType compute);
+/* out = seed + 1 (wrapping) for i64 scalars: the next step's seed. */
+mpStatus mpNextSeed(const mpTensor *seed, mpTensor *out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -377,6 +377,58 @@ def TG_GeluOp : TG_ComputeOp<"gelu", "Infer", [SameOperandsAndResultType,
   }];
 }
 
+def TG_DropoutOp : TG_ComputeOp<"dropout", "Infer", [
+    AllTypesMatch<["input", "result"]>, TG_Differentiable]> {
+  let summary = "dropout with a counter-based mask";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the others by
+    `1 / (1 - rate)` (inverted dropout). The mask is a pure function of the
+    i64 `seed`, the `stream` and the element's index: Philox4x32-10 with the
+    seed as key and (index / 4, stream) as counter, an element kept when
+    its 24-bit uniform is at least `rate` (`mp/Runtime/Philox.h` gives the
+    exact rule). No mask is stored: the gradient is the same dropout of the
+    output gradient, and the CPU and CUDA backends draw the same mask for
+    the same seed. Dropouts of one step read one seed and differ in
+    `stream`; the step advances the seed with `tg.next_seed` and returns it
+    as the update of a `tg.state` argument, so that every step draws new
+    masks.
+
+    It is on the infer list: the scaling is a multiplication, done in the
+    compute type like `tg.mul`.
+
+    ```mlir
+    %y = tg.dropout %x, %seed rate = 1.0e-01 stream = 0
+        : (tensor<32x256xf16>, tensor<i64>) -> tensor<32x256xf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_CounterScalar:$seed,
+                       F32Attr:$rate, TG_NonNegI64Attr:$stream,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $seed `rate` `=` $rate `stream` `=` $stream
+    (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_NextSeedOp : TG_Op<"next_seed", [Pure,
+    AllTypesMatch<["seed", "result"]>]> {
+  let summary = "the seed of the next step's dropout masks";
+  let description = [{
+    Returns `seed + 1` (wrapping). A step whose dropouts read the `tg.state`
+    argument `s` returns `tg.next_seed` of it with `tg.update = "s"`.
+
+    ```mlir
+    %next = tg.next_seed %seed : tensor<i64>
+    ```
+  }];
+  let arguments = (ins TG_CounterScalar:$seed);
+  let results = (outs TG_CounterScalar:$result);
+  let assemblyFormat = "$seed attr-dict `:` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax and normalisation
 //===----------------------------------------------------------------------===//
