@@ -180,9 +180,16 @@ def gen_mlp(a):
                      f"{name}.bias")
         params.append((name, w, bias, widths[i], widths[i + 1]))
 
+    seed = None
+    if a.dropout:
+        # One seed for every dropout (each its own stream), advanced by the
+        # step so that every step draws new masks.
+        seed = s.arg("dropout_seed", "tensor<i64>", "state", "dropout.seed",
+                     init="0")
+
     s.comment("Forward.")
     h, acts = x, []
-    for name, w, bias, din, dout in params:
+    for index, (name, w, bias, din, dout) in enumerate(params):
         last = name == "head"
         s.op(f"%{name}_mm", f"tg.matmul {h}, {w} : ({tensor([b, din])}, "
              f"{tensor([din, dout])}) -> {tensor([b, dout])}", f"{name}.matmul")
@@ -194,8 +201,19 @@ def gen_mlp(a):
             s.op(f"%{name}_h", f"tg.relu {z} : {tensor([b, dout])}",
                  f"{name}.relu")
             h = f"%{name}_h"
+            if seed:
+                s.op(f"%{name}_drop", f"tg.dropout {h}, {seed} rate = "
+                     f"{mlir_float(a.dropout)} stream = {index} : "
+                     f"({tensor([b, dout])}, tensor<i64>) -> "
+                     f"{tensor([b, dout])}", f"{name}.dropout")
+                h = f"%{name}_drop"
     if not a.hand_written:
         s.result("%logits", tensor([b, a.classes]), '{tg.output = "logits"}')
+        if seed:
+            s.op("%next_seed", f"tg.next_seed {seed} : tensor<i64>",
+                 "dropout.next_seed")
+            s.result("%next_seed", "tensor<i64>",
+                     '{tg.update = "dropout.seed"}')
         return s
     s.op("%loss", f"tg.softmax_cross_entropy %logits, {y} : "
          f"({tensor([b, a.classes])}, {tensor([b], 'i32')}) -> {tensor([])}",
@@ -563,6 +581,9 @@ def main():
     m.add_argument("--classes", type=int, default=10)
     m.add_argument("--lr", type=float, default=0.1)
     m.add_argument("--momentum", type=float, default=0.0)
+    m.add_argument("--dropout", type=float, default=0.0,
+                   help="dropout rate after each hidden layer (forward "
+                        "function only)")
     t = sub.add_parser("transformer", help="encoder block step with Adam")
     t.add_argument("--batch", type=int, default=4)
     t.add_argument("--seq", type=int, default=16)
@@ -600,6 +621,11 @@ def main():
                 and key not in ("min_ops",) and value < 1):
             ap.error(f"--{key.replace('_', '-')} must be at least 1")
 
+    if a.model == "mlp" and not 0 <= a.dropout < 1:
+        ap.error("--dropout must be in [0, 1)")
+    if a.model == "mlp" and a.dropout and a.hand_written:
+        ap.error("--dropout needs the forward function (tg-make-train-step "
+                 "builds its backward pass)")
     if a.model == "resnet":
         if a.hand_written:
             ap.error("resnet has no hand-written form: it is a forward "

@@ -4,6 +4,7 @@
 
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/TG/IR/TGDialect.h"
+#include "mp/Dialect/TG/IR/TGOps.h"
 #include "mp/Dialect/TG/Transforms/Passes.h"
 #include "mp/Runtime/MPCompiled.h"
 #include "mp/Support/FileOutput.h"
@@ -155,7 +156,8 @@ static FailureOr<StepSignature> readSignature(func::FuncOp fn) {
 
 /// Adds `<step>_forward`: the step's arguments in, its `logits` output out,
 /// keeping only the ops that output needs (the forward pass, at the
-/// precisions the mixed-precision passes gave the step). Returns its name,
+/// precisions the mixed-precision passes gave the step) in inference mode
+/// (no dropout; batch norms with running statistics). Returns its name,
 /// or nothing when the step has no `logits` output.
 static std::optional<std::pair<std::string, unsigned>>
 addForwardFunction(ModuleOp module, func::FuncOp step) {
@@ -180,6 +182,25 @@ addForwardFunction(ModuleOp module, func::FuncOp step) {
                                     {output.getType()}));
   forward.removeArgAttrsAttr();
   forward.removeResAttrsAttr();
+  // Evaluation is inference: dropout keeps every element and batch norms
+  // normalise with their running statistics.
+  SmallVector<Operation *> training;
+  for (Operation &op : body)
+    if (isa<tg::DropoutOp, tg::BatchNormOp>(op))
+      training.push_back(&op);
+  for (Operation *op : training) {
+    if (auto dropout = dyn_cast<tg::DropoutOp>(op)) {
+      dropout.getResult().replaceAllUsesWith(dropout.getInput());
+      continue;
+    }
+    auto bn = cast<tg::BatchNormOp>(op);
+    OpBuilder b(bn);
+    Value y = tg::BatchNormInferenceOp::create(
+        b, bn.getLoc(), bn.getResult().getType(), bn.getInput(),
+        bn.getScale(), bn.getBias(), bn.getRunningMean(), bn.getRunningVar(),
+        bn.getEpsilonAttr(), bn.getChannelsLastAttr(), bn.getComputeAttr());
+    bn.getResult().replaceAllUsesWith(y);
+  }
   // In reverse program order, so that users go before their operands.
   for (Operation *op = ret->getPrevNode(); op;) {
     Operation *previous = op->getPrevNode();

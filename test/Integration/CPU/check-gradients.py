@@ -125,6 +125,18 @@ def unary_cases(rng):
             text = f"tg.{name} {x}{attr} : {ty(shape)}"
         y, _ = f.op(text, shape)
         out.append((op, f.render(y, shape)))
+    # Dropout: the seed is state, so the mask is fixed while finite
+    # differences vary the parameter; odd sizes end inside a Philox block.
+    for rate in (0.25, 0.6):
+        shape = dims(rng, 2, 3, 9)
+        f = Forward()
+        x, _ = f.param(shape)
+        f.args.append(f"%seed: tensor<i64> {{tg.state = \"seed\", "
+                      f"tg.init = dense<{rng.randrange(1 << 40)}> : tensor<i64>}}")
+        y, _ = f.op(f"tg.dropout {x}, %seed rate = {rate} stream = "
+                    f"{rng.randrange(100)} : ({ty(shape)}, tensor<i64>) -> "
+                    f"{ty(shape)}", shape)
+        out.append((f"dropout rate {rate}", f.render(y, shape)))
     return out
 
 

@@ -1,0 +1,33 @@
+"""Prints the integer tensors of a safetensors checkpoint, one per line, as
+`name = v0 v1 ...` (the step counters and seeds the runner keeps).
+
+usage: print-checkpoint.py <checkpoint.safetensors>
+"""
+
+import json
+import struct
+import sys
+
+FORMATS = {"I32": "<i", "I64": "<q"}
+
+
+def main():
+    with open(sys.argv[1], "rb") as f:
+        data = f.read()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + size])
+    base = 8 + size
+    for name in sorted(header):
+        info = header[name]
+        if name == "__metadata__" or info["dtype"] not in FORMATS:
+            continue
+        fmt = FORMATS[info["dtype"]]
+        width = struct.calcsize(fmt)
+        begin, end = info["data_offsets"]
+        values = [struct.unpack_from(fmt, data, base + k)[0]
+                  for k in range(begin, end, width)]
+        print(name, "=", " ".join(str(v) for v in values))
+
+
+if __name__ == "__main__":
+    main()
