@@ -1151,16 +1151,29 @@ LogicalResult convertDropout(Importer &im) {
   } else if (im.opset() < 12) {
     ratio = im.attrFloat("ratio", 0.5);
   }
-  if (training && ratio != 0) {
-    im.error() << "Dropout in training mode is not supported yet (tg has no "
-                  "dropout op); export the model in inference mode";
-    return failure();
-  }
   if (im.isOutputUsed(1)) {
-    im.error() << "Dropout's mask output is not supported";
+    im.error() << "Dropout's mask output is not supported (tg.dropout "
+                  "recomputes its mask from the seed instead of storing it)";
     return failure();
   }
-  return convertIdentity(im);
+  if (!training || ratio == 0)
+    return convertIdentity(im);
+  if (!(ratio >= 0 && ratio < 1)) {
+    im.error() << "the dropout ratio must be in [0, 1), got " << ratio;
+    return failure();
+  }
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  Value seed = im.dropoutSeed();
+  if (!seed)
+    return failure();
+  Value y = tg::DropoutOp::create(
+      im.builder, im.loc(), x->getType(), *x, seed,
+      im.builder.getF32FloatAttr(float(ratio)),
+      im.builder.getI64IntegerAttr(im.nextDropoutStream()), nullptr);
+  im.define(0, y, im.inputType(0));
+  return success();
 }
 
 LogicalResult convertSoftmaxCrossEntropyLoss(Importer &im) {

@@ -401,6 +401,29 @@ LogicalResult Importer::createFunction() {
   return success();
 }
 
+Value Importer::dropoutSeed() {
+  if (seed)
+    return seed;
+  auto fn = cast<func::FuncOp>(function);
+  auto type = RankedTensorType::get({}, builder.getI64Type());
+  constexpr StringLiteral name = "dropout.seed";
+  NamedAttrList attrs;
+  attrs.set(tg::TGDialect::kStateAttr, builder.getStringAttr(name));
+  attrs.set(tg::TGDialect::kInitAttr,
+            DenseElementsAttr::get(type, builder.getI64IntegerAttr(0)
+                                             .getValue()));
+  Location loc = NameLoc::get(builder.getStringAttr(name),
+                              FileLineColLoc::get(context, path, 0, 0));
+  unsigned index = fn.getNumArguments();
+  if (failed(fn.insertArgument(index, type,
+                               attrs.getDictionary(context), loc)))
+    return {};
+  seed = fn.getArgument(index);
+  stateUpdates.push_back(
+      {name.str(), tg::NextSeedOp::create(builder, loc, seed).getResult()});
+  return seed;
+}
+
 LogicalResult Importer::convertNode(const Node &node, unsigned index) {
   current = &node;
   currentIndex = index;

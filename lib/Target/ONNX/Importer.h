@@ -95,6 +95,13 @@ public:
   /// Initializers that are state: updated by the graph, not trained.
   std::set<std::string> stateNames;
 
+  /// The seed of training-mode dropouts: a `tg.state` argument
+  /// "dropout.seed" (initially 0) added on first use, whose update is its
+  /// `tg.next_seed`.
+  mlir::Value dropoutSeed();
+  /// A new stream for the next dropout (0, 1, ...).
+  int64_t nextDropoutStream() { return dropoutStreams++; }
+
 private:
   mlir::LogicalResult createFunction();
   mlir::LogicalResult convertNode(const Node &node, unsigned index);
@@ -108,6 +115,8 @@ private:
   Model &model;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::Operation *function = nullptr;
+  mlir::Value seed;
+  int64_t dropoutStreams = 0;
   const Node *current = nullptr;
   unsigned currentIndex = 0;
   std::map<std::string, mlir::Value> values;

@@ -23,6 +23,11 @@ kinds:
                not there
   newer-opset  a Relu model that declares opset 21 and IR version 10
   bad-graph    a node that reads a value nothing defines
+  bad-node     one node with bad attributes (--variant: Conv groups that do
+               not divide the channels, a dilated kernel larger than the
+               padded image, two pads for a 2-d window; Dropout's mask
+               output used, a ratio of 1)
+  dropout-mlp  an MLP with Dropout in training mode after each hidden layer
 
 Weights are random (normal, scaled by 1/sqrt(fan-in)), from --seed.
 """
@@ -78,6 +83,24 @@ def keras_mlp(g, batch, hidden=128):
                "dense_logits/MatMul")
     g.node("Add", [y, g.const("dense_logits/bias", np.zeros(10))],
            "dense_logits/BiasAdd", outputs=["logits"])
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                        [batch, 10])
+    return g.model([x], [out])
+
+
+def dropout_mlp(g, batch):
+    """Two hidden layers, each followed by Dropout in training mode (what
+    torch.onnx.export(..., training=TrainingMode.TRAINING) writes)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 784])
+    h = "x"
+    for k, (din, dout) in enumerate([(784, 256), (256, 256)]):
+        h = linear(g, h, f"fc{k + 1}", din, dout)
+        h = g.node("Relu", [h], f"fc{k + 1}/Relu")
+        h = g.node("Dropout", [h, g.const(f"drop{k + 1}/ratio", 0.2),
+                               g.const(f"drop{k + 1}/training", True,
+                                       np.bool_)], f"drop{k + 1}")
+    y = linear(g, h, "head", 256, 10)
+    g.node("Identity", [y], "logits", outputs=["logits"])
     out = helper.make_tensor_value_info("logits", TensorProto.FLOAT,
                                         [batch, 10])
     return g.model([x], [out])
@@ -259,6 +282,28 @@ def newer_opset(g, batch):
     return g.model([x], [out], opset=21, ir=10)
 
 
+def bad_node(g, batch, variant):
+    """One node with bad attributes or inputs, on a [2, 4, 8, 8] image."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 8, 8])
+    w = g.weight("w", [6, 4, 3, 3])
+    conv = {"groups": dict(group=3),
+            "dilation": dict(dilations=[5, 5]),
+            "pads": dict(pads=[1, 1])}
+    if variant in conv:
+        g.node("Conv", ["x", w], "bad/conv", outputs=["y"], **conv[variant])
+    elif variant == "dropout-mask":
+        g.node("Dropout", ["x", g.const("r", 0.5), g.const("t", True, np.bool_)],
+               "bad/dropout", outputs=["y", "mask"])
+    elif variant == "dropout-ratio":
+        g.node("Dropout", ["x", g.const("r", 1.0), g.const("t", True, np.bool_)],
+               "bad/dropout", outputs=["y"])
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if variant == "dropout-mask":
+        outputs.append(helper.make_tensor_value_info("mask", TensorProto.BOOL,
+                                                     None))
+    return g.model([x], outputs)
+
+
 def bad_graph(g, batch):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
     g.node("Add", ["x", "nowhere"], "broken/add", outputs=["y"])
@@ -275,6 +320,8 @@ KINDS = {
     "external": external,
     "newer-opset": newer_opset,
     "bad-graph": bad_graph,
+    "dropout-mlp": dropout_mlp,
+    "bad-node": bad_node,
 }
 
 
@@ -289,11 +336,17 @@ def main():
                         help="cnn: batch norms in inference mode")
     parser.add_argument("--hidden", type=int, default=128,
                         help="keras-mlp: the hidden layer's width")
+    parser.add_argument("--variant", default="groups",
+                        choices=["groups", "dilation", "pads", "dropout-mask",
+                                 "dropout-ratio"],
+                        help="bad-node: what is wrong with the node")
     args = parser.parse_args()
     batch = int(args.batch) if args.batch.isdigit() else args.batch
     extra = {"hidden": args.hidden} if args.kind == "keras-mlp" else {}
     if args.kind == "cnn":
         extra = {"training": not args.eval}
+    if args.kind == "bad-node":
+        extra = {"variant": args.variant}
     model = KINDS[args.kind](Graph(args.seed), batch, **extra)
     with open(args.output, "wb") as f:
         f.write(model.SerializeToString())
