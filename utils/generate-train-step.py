@@ -644,6 +644,7 @@ def main():
                       if k not in ("model", "output", "min_ops", "source_name",
                                    "hand_written")
                       and not (a.model == "resnet" and k == "layers")
+                      and not (k == "dropout" and not v)
                       and (a.hand_written or k not in ("lr", "momentum")))
     what = ("training step with a hand-written backward pass" if
             a.hand_written else "forward function")
