@@ -150,7 +150,8 @@ def generate(tool, generator, workdir):
     specs = [
         ("mlp", ["--layers", "1", "--batch", "8", "--width", "16"]),
         ("mlp", ["--layers", "3", "--batch", "16", "--inputs", "24",
-                 "--width", "40", "--classes", "7", "--momentum", "0.9"]),
+                 "--width", "40", "--classes", "7", "--momentum", "0.9",
+                 "--dropout", "0.3"]),
         ("transformer", ["--layers", "2", "--batch", "1", "--seq", "6",
                          "--d-model", "24", "--heads", "3", "--ffn", "40",
                          "--vocab", "31"]),
