@@ -23,6 +23,12 @@ inline bool isScalar(const mpTensor *t, mpElementType type) {
   return t && t->data && t->rank == 0 && t->elementType == type;
 }
 
+/// Dropout's non-tensor arguments: an i64 scalar seed, a rate in [0, 1)
+/// and a non-negative stream.
+inline bool validDropout(const mpTensor *seed, float rate, int64_t stream) {
+  return isScalar(seed, MP_I64) && rate >= 0 && rate < 1 && stream >= 0;
+}
+
 inline bool sameShape(const mpTensor *a, const mpTensor *b) {
   if (a->rank != b->rank)
     return false;

@@ -197,8 +197,7 @@ extern "C" mpStatus mpDropout(const mpTensor *in, const mpTensor *seed,
                               mpTensor *out, float rate, int64_t stream,
                               mpElementType compute) {
   if (!valid(in) || !valid(out) || !sameShape(in, out) ||
-      !isFloatType(compute) || !isScalar(seed, MP_I64) || !(rate >= 0) ||
-      !(rate < 1) || stream < 0)
+      !isFloatType(compute) || !validDropout(seed, rate, stream))
     return MP_ERROR_INVALID_ARGUMENT;
   auto s = static_cast<uint64_t>(*static_cast<const int64_t *>(seed->data));
   uint32_t threshold = mpDropoutThreshold(rate);

@@ -412,8 +412,7 @@ mpStatus mp::cuda::mpDropout(const mpTensor *in, const mpTensor *seed,
   if (!c)
     return MP_ERROR_BACKEND;
   if (!validFloat(in) || !validFloat(out) || !sameShape(in, out) ||
-      !isFloatType(compute) || !isScalar(seed, MP_I64) || !(rate >= 0) ||
-      !(rate < 1) || stream < 0)
+      !isFloatType(compute) || !validDropout(seed, rate, stream))
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t n = mpNumElements(in);
   if (!n)

@@ -127,6 +127,7 @@ mpStatus mpNextSeed(const mpTensor *seed, mpTensor *out);
 using rt::isFloatType;
 using rt::isScalar;
 using rt::sameShape;
+using rt::validDropout;
 
 /// Valid float tensor with data (or with no elements).
 bool validFloat(const mpTensor *t);
