@@ -3,13 +3,16 @@
 // Integer implementations of IEEE round-to-nearest-even, independent of the
 // host's floating-point environment (no reliance on F16C, on the rounding
 // mode, or on denormals being kept). test/Runtime checks them exhaustively
-// against a table-based reference.
+// against a table-based reference. Bulk conversions between f32, f16 and
+// bf16 (mpConvert, every tg.cast) go through the vectorised versions in
+// Vector.cpp, which give the same bits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mp/Runtime/MPRuntime.h"
 
 #include "Elements.h"
+#include "Tiles.h"
 
 #include <cstring>
 
@@ -97,6 +100,14 @@ extern "C" mpStatus mpConvert(const void *src, mpElementType srcType,
   if (!isFloatType(srcType) || !isFloatType(dstType) || count < 0 ||
       (count > 0 && (!src || !dst)))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (libraryKernelsEnabled() && isTileType(srcType) && isTileType(dstType)) {
+    forEachTile(count, 16, [&](int64_t i, int64_t n) {
+      float x[kTile];
+      loadF32(src, srcType, i, n, x);
+      storeF32(x, n, dst, dstType, i);
+    });
+    return MP_OK;
+  }
   // f64 -> f16/bf16 rounds once: store() goes through f32 by round-to-odd.
   for (int64_t i = 0; i < count; ++i)
     store(dst, dstType, i, load(src, srcType, i));

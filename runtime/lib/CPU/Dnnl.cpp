@@ -3,14 +3,25 @@
 // oneDNN's C API: one engine and stream for the process, a primitive per
 // distinct call (shapes, geometry, types, pass), kept for the process's
 // lifetime, and memory objects wrapping the caller's buffers (plain NCHW or
-// NHWC activations, OIHW or GOIHW filters; no reorders).
+// NHWC activations, OIHW or GOIHW filters, row-major matrices whose
+// transposes are strides; no reorders).
+//
+// Matmuls: bf16 and f32 operands come here. benchmarks/gemm_cpu.cpp
+// measured oneDNN's bf16 matmul (AVX512_BF16 dot products) at about 2.2x
+// OpenBLAS's sgemm at the benchmark shapes, and its f32 matmul at 1.04x to
+// 1.1x. f32 GEMMs run on oneDNN too so that every kernel shares libgomp's
+// threads: Debian's default OpenBLAS has a pthread pool of its own, whose
+// threads spin (sched_yield) against the OpenMP ones on a small machine.
+// OpenBLAS's own bf16 GEMM, cblas_sbgemm, is not exported by Debian's
+// build; OpenBLAS keeps f64.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Dnnl.h"
 
-#include <atomic>
-#include <cstdlib>
+#include "Vector.h"
+
+#include <array>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -21,25 +32,15 @@
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
-namespace {
-// MP_REFERENCE_KERNELS=1 in the environment starts with the libraries off
-// (benchmarks compare the two paths through mp-runner that way).
-std::atomic<bool> useLibraries{[] {
-  const char *env = std::getenv("MP_REFERENCE_KERNELS");
-  return !env || !*env || std::strcmp(env, "0") == 0;
-}()};
-} // namespace
-
-extern "C" void mpUseLibraryKernels(int32_t enable) {
-  useLibraries = enable != 0;
-}
-
-bool mp::rt::libraryKernelsEnabled() { return useLibraries; }
-
 #ifndef MP_RUNTIME_HAS_DNNL
 
 bool mp::rt::dnnlConv2d(DnnlConv, const mpTensor *, const mpTensor *,
                         const mpTensor *, const mpWindow *, mpElementType) {
+  return false;
+}
+
+bool mp::rt::dnnlMatmul(const mpTensor *, const mpTensor *, mpTensor *, bool,
+                        bool, int64_t, int64_t, int64_t, int64_t, bool, bool) {
   return false;
 }
 
@@ -86,6 +87,29 @@ struct Cached {
 
 std::mutex cacheMutex;
 std::map<Key, Cached> cache;
+
+/// Runs `c` on the caller's buffers, bound to the arguments `args` in the
+/// order src, weights, dst.
+bool execute(const Cached &c, std::array<int, 3> args,
+             std::array<void *, 3> data) {
+  Engine &e = engine();
+  dnnl_memory_t mem[3] = {nullptr, nullptr, nullptr};
+  const dnnl_memory_desc_t *mds[3] = {&c.src, &c.weights, &c.dst};
+  bool ok = true;
+  for (int i = 0; i < 3 && ok; ++i)
+    ok = dnnl_memory_create(&mem[i], mds[i], e.engine, data[i]) == dnnl_success;
+  if (ok) {
+    dnnl_exec_arg_t bound[3] = {
+        {args[0], mem[0]}, {args[1], mem[1]}, {args[2], mem[2]}};
+    ok = dnnl_primitive_execute(c.primitive, e.stream, 3, bound) ==
+             dnnl_success &&
+         dnnl_stream_wait(e.stream) == dnnl_success;
+  }
+  for (dnnl_memory_t m : mem)
+    if (m)
+      dnnl_memory_destroy(m);
+  return ok;
+}
 
 bool activationDesc(const mpTensor *t, bool last, dnnl_memory_desc_t &md) {
   dnnl_data_type_t dt;
@@ -171,7 +195,7 @@ Cached create(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
 bool mp::rt::dnnlConv2d(DnnlConv kind, const mpTensor *src,
                         const mpTensor *weights, const mpTensor *dst,
                         const mpWindow *w, mpElementType compute) {
-  if (!useLibraries || compute != MP_F32 || !engine().ok)
+  if (!libraryKernelsEnabled() || compute != MP_F32 || !engine().ok)
     return false;
   std::vector<int64_t> id;
   for (const mpTensor *t : {src, weights, dst}) {
@@ -194,31 +218,79 @@ bool mp::rt::dnnlConv2d(DnnlConv kind, const mpTensor *src,
   }
   if (!c.primitive)
     return false;
-  Engine &e = engine();
-  dnnl_memory_t mem[3] = {nullptr, nullptr, nullptr};
-  const dnnl_memory_desc_t *mds[3] = {&c.src, &c.weights, &c.dst};
-  void *data[3] = {src->data, weights->data, dst->data};
-  bool ok = true;
-  for (int k = 0; k < 3 && ok; ++k)
-    ok = dnnl_memory_create(&mem[k], mds[k], e.engine, data[k]) ==
+  int srcArg =
+      kind == DnnlConv::BackwardData ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC;
+  int weightsArg = kind == DnnlConv::BackwardWeights ? DNNL_ARG_DIFF_WEIGHTS
+                                                     : DNNL_ARG_WEIGHTS;
+  int dstArg = kind == DnnlConv::Forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
+  return execute(c, {srcArg, weightsArg, dstArg},
+                 {src->data, weights->data, dst->data});
+}
+
+namespace {
+
+/// A matrix operand [batch, rows, cols] stored row-major as [rows, cols], or
+/// as [cols, rows] when `transposed`.
+bool matrixDesc(dnnl_data_type_t dt, int64_t batch, int64_t rows, int64_t cols,
+                bool transposed, dnnl_memory_desc_t &md) {
+  dnnl_dims_t dims = {batch, rows, cols};
+  dnnl_dims_t strides = {rows * cols, transposed ? 1 : cols,
+                         transposed ? rows : 1};
+  return dnnl_memory_desc_init_by_strides(&md, 3, dims, dt, strides) ==
          dnnl_success;
-  if (ok) {
-    int srcArg = kind == DnnlConv::BackwardData ? DNNL_ARG_DIFF_SRC
-                                                : DNNL_ARG_SRC;
-    int weightsArg = kind == DnnlConv::BackwardWeights
-                         ? DNNL_ARG_DIFF_WEIGHTS
-                         : DNNL_ARG_WEIGHTS;
-    int dstArg = kind == DnnlConv::Forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_DST;
-    dnnl_exec_arg_t args[3] = {
-        {srcArg, mem[0]}, {weightsArg, mem[1]}, {dstArg, mem[2]}};
-    ok = dnnl_primitive_execute(c.primitive, e.stream, 3, args) ==
-             dnnl_success &&
-         dnnl_stream_wait(e.stream) == dnnl_success;
+}
+
+} // namespace
+
+bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
+                        bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                        int64_t batches, bool lhsShared, bool rhsShared) {
+  dnnl_data_type_t inType, outType;
+  if (!libraryKernelsEnabled() || !engine().ok ||
+      lhs->elementType != rhs->elementType ||
+      !dataType(lhs->elementType, inType) ||
+      !dataType(out->elementType, outType) ||
+      (inType == dnnl_f32 && outType != dnnl_f32))
+    return false;
+  // An unbatched weight under a batched lhs is one taller matrix.
+  if (rhsShared && !lhsShared && !ta && batches > 1) {
+    m *= batches;
+    batches = 1;
+    lhsShared = true;
   }
-  for (dnnl_memory_t m : mem)
-    if (m)
-      dnnl_memory_destroy(m);
-  return ok;
+  std::vector<int64_t> id = {
+      lhs->elementType, out->elementType, m, n, k, batches, ta, tb,
+      lhsShared,        rhsShared};
+  Cached c;
+  {
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    Key key{-1, id};
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      Cached created;
+      dnnl_matmul_desc_t desc;
+      dnnl_primitive_desc_t pd = nullptr;
+      if (matrixDesc(inType, lhsShared ? 1 : batches, m, k, ta, created.src) &&
+          matrixDesc(inType, rhsShared ? 1 : batches, k, n, tb,
+                     created.weights) &&
+          matrixDesc(outType, batches, m, n, false, created.dst) &&
+          dnnl_matmul_desc_init(&desc, &created.src, &created.weights, nullptr,
+                                &created.dst) == dnnl_success &&
+          dnnl_primitive_desc_create(&pd, &desc, nullptr, engine().engine,
+                                     nullptr) == dnnl_success) {
+        if (dnnl_primitive_create(&created.primitive, pd) != dnnl_success)
+          created.primitive = nullptr;
+      }
+      if (pd)
+        dnnl_primitive_desc_destroy(pd);
+      it = cache.emplace(key, created).first;
+    }
+    c = it->second;
+  }
+  if (!c.primitive)
+    return false;
+  return execute(c, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
+                 {lhs->data, rhs->data, out->data});
 }
 
 #endif // MP_RUNTIME_HAS_DNNL

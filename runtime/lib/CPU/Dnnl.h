@@ -1,18 +1,18 @@
 //===- Dnnl.h - oneDNN behind the CPU kernels -------------------*- C++ -*-===//
 //
-// Internal to the CPU backend. Convolutions go to oneDNN (Debian's
-// libdnnl, through its C API) when the build has it, the storage types are
-// f32 or bf16 and the compute type is f32 (oneDNN accumulates in f32); it
-// uses AVX-512 and AVX512_BF16 where the CPU has them. Otherwise, or when
-// mpUseLibraryKernels(0) asked for the reference loops, the caller runs its
-// own loops.
+// Internal to the CPU backend. Convolutions and f32/bf16 matmuls go to oneDNN
+// (Debian's libdnnl, through its C API) when the build has it, the storage
+// types are f32 or bf16 and the compute type is f32 (oneDNN accumulates in
+// f32); it uses AVX-512, AVX512_BF16 and AMX where the CPU has them. Otherwise,
+// or when mpUseLibraryKernels(0) asked for the reference loops, the caller runs
+// its own loops.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MP_RUNTIME_CPU_DNNL_H
 #define MP_RUNTIME_CPU_DNNL_H
 
-#include "mp/Runtime/MPRuntime.h"
+#include "Vector.h"
 
 namespace mp::rt {
 
@@ -26,8 +26,14 @@ enum class DnnlConv { Forward, BackwardData, BackwardWeights };
 bool dnnlConv2d(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
                 const mpTensor *dst, const mpWindow *w, mpElementType compute);
 
-/// Whether library kernels (oneDNN, OpenBLAS) may be used.
-bool libraryKernelsEnabled();
+/// out[b] = op(lhs[b]) op(rhs[b]) for `batches` matrices, accumulating in
+/// f32: lhs and rhs both bf16 with out bf16 or f32, or all three f32. An
+/// operand with one matrix is shared by every batch; otherwise each has
+/// `batches`. Returns false, having written nothing, when oneDNN does not take
+/// the call.
+bool dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
+                bool transposeLhs, bool transposeRhs, int64_t m, int64_t n,
+                int64_t k, int64_t batches, bool lhsShared, bool rhsShared);
 
 } // namespace mp::rt
 

@@ -6,15 +6,22 @@
 // each output index to its broadcast operand indices with per-dimension
 // strides (0 on a broadcast dimension).
 //
+// Fast paths (Tiles.h) take the common case, f32/f16/bf16 storage and
+// compute with contiguous or simply broadcast operands: tiles converted with
+// vector instructions, the same scalar function per element, the same
+// roundings, so they give the reference loop's bits, on every thread.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mp/Runtime/MPRuntime.h"
 #include "mp/Runtime/Philox.h"
 
 #include "Elements.h"
+#include "Tiles.h"
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 using namespace mp::rt;
 
@@ -121,6 +128,137 @@ void map1(const mpTensor *in, mpTensor *out, mpElementType compute, F f) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Fast paths
+//===----------------------------------------------------------------------===//
+
+/// Elementwise work worth a thread: 16 tiles of cheap arithmetic.
+constexpr int64_t kCheapTiles = 16;
+/// Tiles of transcendental functions worth a thread.
+constexpr int64_t kCostlyTiles = 2;
+
+bool tileTypes(std::initializer_list<mpElementType> types) {
+  if (!libraryKernelsEnabled())
+    return false;
+  for (mpElementType t : types)
+    if (!isTileType(t))
+      return false;
+  return true;
+}
+
+/// `x[i] = f(x[i])` over a tile, as a loop the compiler can vectorise.
+template <typename F> void each(float *x, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = f(x[i]);
+}
+
+void unaryTile(mpUnaryKind kind, float *x, int64_t n) {
+  switch (kind) {
+  case MP_NEG:
+    return each(x, n, [](float v) { return -v; });
+  case MP_RELU:
+    return each(x, n, [](float v) { return v > 0.0f ? v : 0.0f; });
+  case MP_SQUARE:
+    return each(x, n, [](float v) { return v * v; });
+  default:
+    return each(x, n, [kind](float v) { return unary(kind, v); });
+  }
+}
+
+bool fastUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
+               mpElementType compute) {
+  if (!tileTypes({in->elementType, out->elementType, compute}))
+    return false;
+  bool cheap = kind == MP_NEG || kind == MP_RELU || kind == MP_SQUARE;
+  forEachTile(mpNumElements(in), cheap ? kCheapTiles : kCostlyTiles,
+              [&](int64_t i, int64_t n) {
+                float x[kTile];
+                loadF32(in->data, in->elementType, i, n, x);
+                if (roundsFrom(compute, in->elementType))
+                  roundF32(x, n, compute);
+                unaryTile(kind, x, n);
+                if (roundsFrom(compute, out->elementType))
+                  roundF32(x, n, compute);
+                storeF32(x, n, out->data, out->elementType, i);
+              });
+  return true;
+}
+
+bool fastActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
+                        const mpTensor *saved, mpTensor *dx,
+                        mpElementType compute) {
+  if (!tileTypes(
+          {dy->elementType, saved->elementType, dx->elementType, compute}))
+    return false;
+  bool cheap =
+      kind == MP_RELU_GRAD || kind == MP_TANH_GRAD || kind == MP_SIGMOID_GRAD;
+  forEachTile(mpNumElements(dy), cheap ? kCheapTiles : kCostlyTiles,
+              [&](int64_t i, int64_t n) {
+                float g[kTile], s[kTile];
+                loadF32(dy->data, dy->elementType, i, n, g);
+                loadF32(saved->data, saved->elementType, i, n, s);
+                if (roundsFrom(compute, dy->elementType))
+                  roundF32(g, n, compute);
+                if (roundsFrom(compute, saved->elementType))
+                  roundF32(s, n, compute);
+                if (kind == MP_RELU_GRAD)
+                  for (int64_t k = 0; k < n; ++k)
+                    g[k] = s[k] > 0.0f ? g[k] : 0.0f;
+                else
+                  for (int64_t k = 0; k < n; ++k)
+                    g[k] = activationGrad(kind, g[k], s[k]);
+                if (roundsFrom(compute, dx->elementType))
+                  roundF32(g, n, compute);
+                storeF32(g, n, dx->data, dx->elementType, i);
+              });
+  return true;
+}
+
+template <typename F> void each2(float *a, const float *b, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i)
+    a[i] = f(a[i], b[i]);
+}
+
+void binaryTile(mpBinaryKind kind, float *a, const float *b, int64_t n) {
+  switch (kind) {
+  case MP_ADD:
+    return each2(a, b, n, [](float x, float y) { return x + y; });
+  case MP_SUB:
+    return each2(a, b, n, [](float x, float y) { return x - y; });
+  case MP_MUL:
+    return each2(a, b, n, [](float x, float y) { return x * y; });
+  case MP_DIV:
+    return each2(a, b, n, [](float x, float y) { return x / y; });
+  default:
+    return each2(a, b, n,
+                 [kind](float x, float y) { return binary(kind, x, y); });
+  }
+}
+
+bool fastBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
+                mpTensor *out, const int64_t *ls, const int64_t *rs,
+                mpElementType compute) {
+  Operand l, r;
+  if (!tileTypes(
+          {lhs->elementType, rhs->elementType, out->elementType, compute}) ||
+      !l.init(lhs, *out, ls) || !r.init(rhs, *out, rs))
+    return false;
+  forEachTile(mpNumElements(out), kCheapTiles, [&](int64_t i, int64_t n) {
+    float a[kTile], b[kTile];
+    l.load(i, n, a);
+    r.load(i, n, b);
+    if (roundsFrom(compute, lhs->elementType))
+      roundF32(a, n, compute);
+    if (roundsFrom(compute, rhs->elementType))
+      roundF32(b, n, compute);
+    binaryTile(kind, a, b, n);
+    if (roundsFrom(compute, out->elementType))
+      roundF32(a, n, compute);
+    storeF32(a, n, out->data, out->elementType, i);
+  });
+  return true;
+}
+
 } // namespace
 
 extern "C" mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in,
@@ -128,6 +266,8 @@ extern "C" mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in,
   if (!valid(in) || !valid(out) || !sameShape(in, out) ||
       !isFloatType(compute) || kind < MP_NEG || kind > MP_ERF)
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastUnary(kind, in, out, compute))
+    return MP_OK;
   if (compute == MP_F64)
     map1<double>(in, out, compute, [&](double x) { return unary(kind, x); });
   else
@@ -142,6 +282,8 @@ extern "C" mpStatus mpActivationGrad(mpActivationGradKind kind,
       !sameShape(dy, dx) || !isFloatType(compute) || kind < MP_RELU_GRAD ||
       kind > MP_SIGMOID_GRAD)
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastActivationGrad(kind, dy, saved, dx, compute))
+    return MP_OK;
   int64_t n = mpNumElements(dy);
   for (int64_t i = 0; i < n; ++i) {
     if (compute == MP_F64) {
@@ -170,6 +312,8 @@ extern "C" mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs,
   int64_t ls[MP_MAX_RANK] = {}, rs[MP_MAX_RANK] = {};
   if (!broadcastStrides(*lhs, *rhs, *out, ls, rs))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastBinary(kind, lhs, rhs, out, ls, rs, compute))
+    return MP_OK;
   int64_t n = mpNumElements(out);
   for (int64_t i = 0; i < n; ++i) {
     int64_t li = 0, ri = 0, rest = i;

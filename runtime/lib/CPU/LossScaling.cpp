@@ -9,7 +9,9 @@
 #include "mp/Runtime/MPRuntime.h"
 
 #include "Elements.h"
+#include "Tiles.h"
 
+#include <atomic>
 #include <cmath>
 
 using namespace mp::rt;
@@ -38,6 +40,26 @@ extern "C" mpStatus mpUnscaleGrads(int32_t count, const mpTensor *grads,
     const mpTensor &g = grads[i];
     mpTensor &u = unscaled[i];
     int64_t n = mpNumElements(&g);
+    if (libraryKernelsEnabled() && isTileType(g.elementType) &&
+        isTileType(u.elementType)) {
+      std::atomic<bool> found{false};
+      forEachTile(n, 16, [&](int64_t k, int64_t len) {
+        float x[kTile];
+        loadF32(g.data, g.elementType, k, len, x);
+        for (int64_t j = 0; j < len; ++j)
+          x[j] = x[j] * inv;
+        storeF32(x, len, u.data, u.elementType, k);
+        if (u.elementType != MP_F32)
+          loadF32(u.data, u.elementType, k, len, x);
+        bool bad = false;
+        for (int64_t j = 0; j < len; ++j)
+          bad |= !std::isfinite(x[j]);
+        if (bad)
+          found.store(true, std::memory_order_relaxed);
+      });
+      nonFinite |= found.load();
+      continue;
+    }
     for (int64_t k = 0; k < n; ++k) {
       float v = static_cast<float>(load(g.data, g.elementType, k)) * inv;
       store(u.data, u.elementType, k, v);

@@ -1,9 +1,12 @@
 //===- Matmul.cpp - tg.matmul on the CPU ----------------------------------===//
 //
-// f32 and f64 accumulation go through BLAS (OpenBLAS, which uses every
-// core): operands stored in f16/bf16 are widened once to f32 buffers, which
-// is exact, so the result equals a tensor core's f16 x f16 -> f32 product
-// up to summation order. f16/bf16 accumulation (never chosen by the AMP
+// f32 accumulation goes to oneDNN's matmul (Dnnl.h): bf16 operands are
+// multiplied directly on the CPU's bf16 dot-product instructions, f16
+// operands are widened once to f32 with vector conversions (exact, so the
+// result equals a tensor core's f16 x f16 -> f32 product up to summation
+// order). f64, builds without oneDNN, the reference kernels
+// (MP_REFERENCE_KERNELS=1) and batch broadcasts oneDNN does not take go
+// through BLAS (OpenBLAS). f16/bf16 accumulation (never chosen by the AMP
 // pass, but expressible) is a plain loop that rounds every product and
 // partial sum. Batch dimensions broadcast: each output matrix maps to one
 // lhs and one rhs matrix.
@@ -12,10 +15,13 @@
 
 #include "mp/Runtime/MPRuntime.h"
 
+#include "Dnnl.h"
 #include "Elements.h"
+#include "Tiles.h"
 
 #include <cblas.h>
 
+#include <type_traits>
 #include <vector>
 
 using namespace mp::rt;
@@ -70,9 +76,31 @@ const T *widen(const mpTensor *t, mpElementType type, std::vector<T> &tmp) {
     return static_cast<const T *>(t->data);
   int64_t n = mpNumElements(t);
   tmp.resize(n);
+  if constexpr (std::is_same_v<T, float>) {
+    if (libraryKernelsEnabled() && isTileType(t->elementType)) {
+      forEachTile(n, 16, [&](int64_t i, int64_t len) {
+        loadF32(t->data, t->elementType, i, len, tmp.data() + i);
+      });
+      return tmp.data();
+    }
+  }
   for (int64_t i = 0; i < n; ++i)
     tmp[i] = static_cast<T>(load(t->data, t->elementType, i));
   return tmp.data();
+}
+
+/// Stores `n` results computed in T into `out`.
+template <typename T> void narrow(const T *c, int64_t n, mpTensor *out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (libraryKernelsEnabled() && isTileType(out->elementType)) {
+      forEachTile(n, 16, [&](int64_t i, int64_t len) {
+        storeF32(c + i, len, out->data, out->elementType, i);
+      });
+      return;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    store(out->data, out->elementType, i, c[i]);
 }
 
 template <typename T>
@@ -110,8 +138,46 @@ void blasMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
     gemm<T>(ta, tb, m, n, k, a + lo * m * k, w + ro * k * n, c + i * m * n);
   }
   if (out->elementType != type)
-    for (int64_t i = 0, e = b.count * m * n; i < e; ++i)
-      store(out->data, out->elementType, i, c[i]);
+    narrow(c, b.count * m * n, out);
+}
+
+/// Matrices in the batch dimensions of `t` (all but the last two).
+int64_t matrices(const mpTensor *t) {
+  int64_t count = 1;
+  for (int32_t d = 0; d + 2 < t->rank; ++d)
+    count *= t->shape[d];
+  return count;
+}
+
+/// f32 accumulation on oneDNN, when every operand has either one matrix or
+/// one per output batch (then in output order): bf16 and f32 operands as
+/// they are, f16 operands widened to f32 first (the CPU has no f16 GEMM),
+/// outputs oneDNN cannot write computed in f32 and narrowed.
+bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
+                   bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   const Batching &b) {
+  int64_t lc = matrices(lhs), rc = matrices(rhs);
+  if (!libraryKernelsEnabled() || !isTileType(lhs->elementType) ||
+      !isTileType(out->elementType) || (lc != 1 && lc != b.count) ||
+      (rc != 1 && rc != b.count))
+    return false;
+  if (lhs->elementType == MP_BF16 && out->elementType != MP_F16)
+    return dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1,
+                      rc == 1);
+  std::vector<float> lt, rt, ot;
+  mpTensor l = *lhs, r = *rhs, o = *out;
+  l.elementType = r.elementType = o.elementType = MP_F32;
+  l.data = const_cast<float *>(widen<float>(lhs, MP_F32, lt));
+  r.data = const_cast<float *>(widen<float>(rhs, MP_F32, rt));
+  if (out->elementType != MP_F32) {
+    ot.resize(b.count * m * n);
+    o.data = ot.data();
+  }
+  if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1))
+    return false;
+  if (out->elementType != MP_F32)
+    narrow(ot.data(), b.count * m * n, out);
+  return true;
 }
 
 /// Rounds `x` to the low-precision type `t`.
@@ -173,6 +239,8 @@ extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
   }
   switch (compute) {
   case MP_F32:
+    if (libraryMatmul(lhs, rhs, out, ta, tb, m, n, k, b))
+      break;
     blasMatmul<float>(lhs, rhs, out, ta, tb, m, n, k, b, MP_F32);
     break;
   case MP_F64:

@@ -2,14 +2,18 @@
 //
 // Byte copies with index arithmetic: these ops move elements of any type
 // unchanged. gather_grad is the exception: it accumulates, in the compute
-// type.
+// type. Transposes, with the fast kernels on, copy whole output rows with a
+// typed strided loop, rows split across threads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mp/Runtime/MPRuntime.h"
 
 #include "Compute.h"
+#include "Parallel.h"
+#include "Vector.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -40,6 +44,53 @@ void strides(const mpTensor *t, int64_t *s) {
     s[d] = acc;
     acc *= t->shape[d];
   }
+}
+
+/// Copies `n` elements of `size` bytes from `src` (every `stride`
+/// elements) to consecutive `dst`.
+template <typename E>
+void gatherRow(const void *src, int64_t stride, int64_t n, void *dst) {
+  const E *s = static_cast<const E *>(src);
+  E *d = static_cast<E *>(dst);
+  for (int64_t k = 0; k < n; ++k)
+    d[k] = s[k * stride];
+}
+
+bool fastTranspose(const mpTensor *in, mpTensor *out,
+                   const int64_t *permutation, const int64_t *is) {
+  size_t size = mpElementSize(in->elementType);
+  int32_t rank = out->rank;
+  if (!libraryKernelsEnabled() || rank == 0 ||
+      (size != 1 && size != 2 && size != 4 && size != 8))
+    return false;
+  int64_t len = out->shape[rank - 1];
+  int64_t stride = is[permutation[rank - 1]];
+  int64_t rows = len ? mpNumElements(out) / len : 0;
+  const char *src = static_cast<const char *>(in->data);
+  char *dst = static_cast<char *>(out->data);
+  parallelFor(rows, std::max<int64_t>(1, 8 * kTile / (len + 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                  int64_t rest = r, at = 0;
+                  for (int32_t d = rank - 2; d >= 0; --d) {
+                    at += (rest % out->shape[d]) * is[permutation[d]];
+                    rest /= out->shape[d];
+                  }
+                  const char *from = src + at * size;
+                  char *to = dst + r * len * size;
+                  if (stride == 1)
+                    std::memcpy(to, from, len * size);
+                  else if (size == 2)
+                    gatherRow<uint16_t>(from, stride, len, to);
+                  else if (size == 4)
+                    gatherRow<uint32_t>(from, stride, len, to);
+                  else if (size == 8)
+                    gatherRow<uint64_t>(from, stride, len, to);
+                  else
+                    gatherRow<uint8_t>(from, stride, len, to);
+                }
+              });
+  return true;
 }
 
 } // namespace
@@ -107,6 +158,8 @@ extern "C" mpStatus mpTranspose(const mpTensor *in, mpTensor *out,
   }
   int64_t is[MP_MAX_RANK];
   strides(in, is);
+  if (in->data != out->data && fastTranspose(in, out, permutation, is))
+    return MP_OK;
   size_t size = mpElementSize(in->elementType);
   for (int64_t i = 0, n = mpNumElements(out); i < n; ++i) {
     int64_t rest = i, src = 0;

@@ -7,12 +7,21 @@
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //   dscale = sum over rows of dy * xhat, dbias = sum over rows of dy.
 //
+// With the fast kernels on and f32 compute, rows are converted whole and
+// split across threads; dscale and dbias, which sum over rows, take a second
+// pass split by columns that adds the rows in order. Every value is the
+// reference loop's expression in the reference order, so the bits agree.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mp/Runtime/MPRuntime.h"
 
 #include "Compute.h"
+#include "Tiles.h"
 
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
 #include <vector>
 
 using namespace mp::rt;
@@ -23,8 +32,110 @@ bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
 
-/// rows x cols of `x` around `axis`, after checking that `scale` has the
-/// normalised shape and `stat` (if given) the leading shape.
+bool fastTypes(mpElementType compute,
+               std::initializer_list<const mpTensor *> tensors) {
+  if (!libraryKernelsEnabled() || compute != MP_F32)
+    return false;
+  for (const mpTensor *t : tensors)
+    if (!isTileType(t->elementType))
+      return false;
+  return true;
+}
+
+int64_t rowGrain(int64_t cols) {
+  return std::max<int64_t>(1, 4 * kTile / (cols + 1));
+}
+
+bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
+                   const mpTensor *bias, mpTensor *y, mpTensor *mean,
+                   mpTensor *rstd, int64_t rows, int64_t cols, float epsilon,
+                   mpElementType compute) {
+  if (!fastTypes(compute, {x, scale, bias, y, mean, rstd}))
+    return false;
+  std::vector<float> sc(cols), bi(cols);
+  loadF32(scale->data, scale->elementType, 0, cols, sc.data());
+  loadF32(bias->data, bias->elementType, 0, cols, bi.data());
+  parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
+    float *row = scratchRow(0, cols);
+    for (int64_t r = begin; r < end; ++r) {
+      loadF32(x->data, x->elementType, r * cols, cols, row);
+      float sum = 0;
+      for (int64_t c = 0; c < cols; ++c)
+        sum = sum + row[c];
+      float mu = sum / float(cols);
+      float var = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        float d = row[c] - mu;
+        var = var + d * d;
+      }
+      var = var / float(cols);
+      float rs = 1.0f / std::sqrt(var + epsilon);
+      for (int64_t c = 0; c < cols; ++c) {
+        float xhat = (row[c] - mu) * rs;
+        row[c] = xhat * sc[c] + bi[c];
+      }
+      storeF32(row, cols, y->data, y->elementType, r * cols);
+      storeF32(&mu, 1, mean->data, mean->elementType, r);
+      storeF32(&rs, 1, rstd->data, rstd->elementType, r);
+    }
+  });
+  return true;
+}
+
+bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
+                       const mpTensor *scale, const mpTensor *mean,
+                       const mpTensor *rstd, mpTensor *dx, mpTensor *dscale,
+                       mpTensor *dbias, int64_t rows, int64_t cols,
+                       mpElementType compute) {
+  if (!fastTypes(compute, {dy, x, scale, mean, rstd, dx, dscale, dbias}))
+    return false;
+  std::vector<float> sc(cols), mus(rows), rss(rows);
+  loadF32(scale->data, scale->elementType, 0, cols, sc.data());
+  loadF32(mean->data, mean->elementType, 0, rows, mus.data());
+  loadF32(rstd->data, rstd->elementType, 0, rows, rss.data());
+  // dx, row by row.
+  parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
+    float *g = scratchRow(0, cols), *xh = scratchRow(1, cols);
+    for (int64_t r = begin; r < end; ++r) {
+      float mu = mus[r], rs = rss[r];
+      loadF32(dy->data, dy->elementType, r * cols, cols, g);
+      loadF32(x->data, x->elementType, r * cols, cols, xh);
+      float sumG = 0, sumGX = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        xh[c] = (xh[c] - mu) * rs;
+        g[c] = g[c] * sc[c];
+        sumG = sumG + g[c];
+        sumGX = sumGX + g[c] * xh[c];
+      }
+      float meanG = sumG / float(cols), meanGX = sumGX / float(cols);
+      for (int64_t c = 0; c < cols; ++c)
+        g[c] = rs * ((g[c] - meanG) - xh[c] * meanGX);
+      storeF32(g, cols, dx->data, dx->elementType, r * cols);
+    }
+  });
+  // dscale and dbias, column by column, rows in order.
+  parallelFor((cols + kTile - 1) / kTile, 1, [&](int64_t begin, int64_t end) {
+    float ds[kTile], db[kTile], g[kTile], xh[kTile];
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t c0 = t * kTile, n = std::min(kTile, cols - c0);
+      for (int64_t j = 0; j < n; ++j)
+        ds[j] = db[j] = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        loadF32(dy->data, dy->elementType, r * cols + c0, n, g);
+        loadF32(x->data, x->elementType, r * cols + c0, n, xh);
+        for (int64_t j = 0; j < n; ++j) {
+          float xhat = (xh[j] - mus[r]) * rss[r];
+          ds[j] = ds[j] + g[j] * xhat;
+          db[j] = db[j] + g[j];
+        }
+      }
+      storeF32(ds, n, dscale->data, dscale->elementType, c0);
+      storeF32(db, n, dbias->data, dbias->elementType, c0);
+    }
+  });
+  return true;
+}
+
 } // namespace
 
 extern "C" mpStatus mpLayerNorm(const mpTensor *x, const mpTensor *scale,
@@ -38,6 +149,9 @@ extern "C" mpStatus mpLayerNorm(const mpTensor *x, const mpTensor *scale,
       !layerNormShape(x, scale, mean, axis, rows, cols) ||
       mpNumElements(rstd) != rows)
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastLayerNorm(x, scale, bias, y, mean, rstd, rows, cols, epsilon,
+                    compute))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     for (int64_t r = 0; r < rows; ++r) {
@@ -77,6 +191,9 @@ extern "C" mpStatus mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
       !sameShape(dbias, scale) || !isFloatType(compute) ||
       !layerNormShape(x, scale, mean, axis, rows, cols) || mpNumElements(rstd) != rows)
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastLayerNormGrad(dy, x, scale, mean, rstd, dx, dscale, dbias, rows, cols,
+                        compute))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     std::vector<T> ds(cols, T(0)), db(cols, T(0));

@@ -3,18 +3,82 @@
 // Softmax subtracts the maximum first; cross-entropy uses log-sum-exp the
 // same way. All accumulate in the compute type (Compute.h).
 //
+// With the fast kernels on and f32 compute, softmax over the last axis and
+// reductions over one contiguous run of axes read converted rows or tiles
+// and split rows (or kept elements) across threads; each sum still adds its
+// inputs one by one in input order, so the result is the reference loop's.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mp/Runtime/MPRuntime.h"
 
 #include "Compute.h"
+#include "Tiles.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 using namespace mp::rt;
 
 static bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
+}
+
+/// Rows of a softmax over the last axis worth a thread.
+static int64_t rowGrain(int64_t len) {
+  return std::max<int64_t>(1, 4 * kTile / (len + 1));
+}
+
+static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
+                        int32_t logSoftmax, mpElementType compute) {
+  if (!libraryKernelsEnabled() || compute != MP_F32 || v.inner != 1 ||
+      !isTileType(in->elementType) || !isTileType(out->elementType))
+    return false;
+  int64_t len = v.len;
+  parallelFor(v.outer, rowGrain(len), [&](int64_t begin, int64_t end) {
+    float *x = scratchRow(0, len);
+    for (int64_t o = begin; o < end; ++o) {
+      loadF32(in->data, in->elementType, o * len, len, x);
+      float mx = -INFINITY;
+      for (int64_t k = 0; k < len; ++k)
+        mx = std::max(mx, x[k]);
+      float sum = 0;
+      for (int64_t k = 0; k < len; ++k)
+        sum = sum + std::exp(x[k] - mx);
+      float logSum = std::log(sum);
+      for (int64_t k = 0; k < len; ++k) {
+        float d = x[k] - mx;
+        x[k] = logSoftmax ? d - logSum : std::exp(d) / sum;
+      }
+      storeF32(x, len, out->data, out->elementType, o * len);
+    }
+  });
+  return true;
+}
+
+static bool fastSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
+                            const AxisView &v, int32_t logSoftmax,
+                            mpElementType compute) {
+  if (!libraryKernelsEnabled() || compute != MP_F32 || v.inner != 1 ||
+      !isTileType(dy->elementType) || !isTileType(y->elementType) ||
+      !isTileType(dx->elementType))
+    return false;
+  int64_t len = v.len;
+  parallelFor(v.outer, rowGrain(len), [&](int64_t begin, int64_t end) {
+    float *g = scratchRow(0, len), *p = scratchRow(1, len);
+    for (int64_t o = begin; o < end; ++o) {
+      loadF32(dy->data, dy->elementType, o * len, len, g);
+      loadF32(y->data, y->elementType, o * len, len, p);
+      float sum = 0;
+      for (int64_t k = 0; k < len; ++k)
+        sum = sum + (logSoftmax ? g[k] : g[k] * p[k]);
+      for (int64_t k = 0; k < len; ++k)
+        g[k] = logSoftmax ? g[k] - std::exp(p[k]) * sum : p[k] * (g[k] - sum);
+      storeF32(g, len, dx->data, dx->elementType, o * len);
+    }
+  });
+  return true;
 }
 
 extern "C" mpStatus mpSoftmax(const mpTensor *in, mpTensor *out,
@@ -24,6 +88,8 @@ extern "C" mpStatus mpSoftmax(const mpTensor *in, mpTensor *out,
   if (!valid(in) || !valid(out) || !sameShape(in, out) ||
       !isFloatType(compute) || !v.init(in, axis))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastSoftmax(in, out, v, logSoftmax, compute))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     for (int64_t o = 0; o < v.outer; ++o)
@@ -52,6 +118,8 @@ extern "C" mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
   if (!valid(dy) || !valid(y) || !valid(dx) || !sameShape(dy, y) ||
       !sameShape(dy, dx) || !isFloatType(compute) || !v.init(dy, axis))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastSoftmaxGrad(dy, y, dx, v, logSoftmax, compute))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     for (int64_t o = 0; o < v.outer; ++o)
@@ -74,6 +142,82 @@ extern "C" mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
   return MP_OK;
 }
 
+/// mpReduce over axes [first, last) of `in`, as [outer, count, inner] with
+/// f32 compute, or false for other cases.
+static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
+                       const bool *reduced, mpElementType compute) {
+  if (!libraryKernelsEnabled() || compute != MP_F32 ||
+      !isTileType(in->elementType) || !isTileType(out->elementType))
+    return false;
+  int32_t first = 0, last = in->rank;
+  while (first < in->rank && !reduced[first])
+    ++first;
+  while (last > first && !reduced[last - 1])
+    --last;
+  int64_t outer = 1, count = 1, inner = 1;
+  for (int32_t d = 0; d < in->rank; ++d) {
+    if (d >= first && d < last && !reduced[d])
+      return false; // not one run of axes
+    (d < first ? outer : d < last ? count : inner) *= in->shape[d];
+  }
+  bool max = kind == MP_REDUCE_MAX;
+  auto finish = [&](float *acc, int64_t n, int64_t at) {
+    if (kind == MP_REDUCE_MEAN)
+      for (int64_t j = 0; j < n; ++j)
+        acc[j] = acc[j] / float(count);
+    storeF32(acc, n, out->data, out->elementType, at);
+  };
+  auto combine = [max](float acc, float x) {
+    return max ? (std::isnan(x) || x > acc ? x : acc) : acc + x;
+  };
+  if (inner == 1) {
+    // Each output reduces one contiguous row.
+    parallelFor(outer, std::max<int64_t>(1, 16 * kTile / (count + 1)),
+                [&](int64_t begin, int64_t end) {
+                  float x[kTile];
+                  for (int64_t o = begin; o < end; ++o) {
+                    float acc = max ? -INFINITY : 0.0f;
+                    for (int64_t k = 0; k < count; k += kTile) {
+                      int64_t n = std::min(kTile, count - k);
+                      loadF32(in->data, in->elementType, o * count + k, n, x);
+                      for (int64_t j = 0; j < n; ++j)
+                        acc = combine(acc, x[j]);
+                    }
+                    finish(&acc, 1, o);
+                  }
+                });
+    return true;
+  }
+  // Each output column [o, :, i] adds rows in order; threads take columns.
+  int64_t columns = outer * inner;
+  parallelFor((columns + kTile - 1) / kTile,
+              std::max<int64_t>(1, 16 / (count + 1)),
+              [&](int64_t begin, int64_t end) {
+                float acc[kTile], x[kTile];
+                for (int64_t t = begin; t < end; ++t) {
+                  int64_t c0 = t * kTile, n = std::min(kTile, columns - c0);
+                  // A tile never crosses an outer index when inner is a
+                  // multiple of kTile; otherwise go piece by piece.
+                  for (int64_t c = c0; c < c0 + n;) {
+                    int64_t o = c / inner, i = c % inner;
+                    int64_t len = std::min(c0 + n - c, inner - i);
+                    float *a = acc + (c - c0);
+                    for (int64_t j = 0; j < len; ++j)
+                      a[j] = max ? -INFINITY : 0.0f;
+                    for (int64_t k = 0; k < count; ++k) {
+                      loadF32(in->data, in->elementType,
+                              (o * count + k) * inner + i, len, x);
+                      for (int64_t j = 0; j < len; ++j)
+                        a[j] = combine(a[j], x[j]);
+                    }
+                    c += len;
+                  }
+                  finish(acc, n, c0);
+                }
+              });
+  return true;
+}
+
 extern "C" mpStatus mpReduce(mpReduceKind kind, const mpTensor *in,
                              mpTensor *out, const int64_t *axes,
                              int32_t numAxes, mpElementType compute) {
@@ -91,6 +235,8 @@ extern "C" mpStatus mpReduce(mpReduceKind kind, const mpTensor *in,
     (reduced[d] ? count : kept) *= in->shape[d];
   if (mpNumElements(out) != kept)
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastReduce(kind, in, out, reduced, compute))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     std::vector<T> acc(kept, kind == MP_REDUCE_MAX ? T(-INFINITY) : T(0));

@@ -329,10 +329,24 @@ mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
  * (size + padding - (window - 1) * dilation - 1) / stride + 1.
  *===----------------------------------------------------------------------===*/
 
-/* Whether the CPU backend may call libraries (oneDNN for convolutions)
- * instead of its own reference loops; on by default. Tests turn it off to
- * hold the libraries to the reference. */
+/* Whether the CPU backend may use its fast kernels (oneDNN for
+ * convolutions and bf16 matmuls, vectorised and multi-threaded loops for the
+ * rest) instead of its own reference loops; on by default, off from the
+ * start with MP_REFERENCE_KERNELS=1 in the environment. Tests turn it off to
+ * hold the fast kernels to the reference. */
 void mpUseLibraryKernels(int32_t enable);
+
+/* What the CPU offers the CPU backend, read at run time with cpuid. */
+typedef struct mpCpuInfo {
+  int32_t avx2;       /* AVX2 and FMA */
+  int32_t f16c;       /* f16 <-> f32 conversion instructions */
+  int32_t avx512;     /* AVX-512 F, BW, VL and DQ */
+  int32_t avx512bf16; /* bf16 dot products (vdpbf16ps) */
+  int32_t amx;        /* AMX tiles with bf16 */
+  int32_t bf16Gemm;   /* bf16 matmuls run on bf16 instructions (oneDNN) */
+  int32_t threads;    /* threads the kernels use */
+} mpCpuInfo;
+mpCpuInfo mpGetCpuInfo(void);
 
 typedef struct mpWindow {
   int64_t window[2]; /* pooling only; convolutions take the filter's */

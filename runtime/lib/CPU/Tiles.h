@@ -1,0 +1,102 @@
+//===- Tiles.h - the tile loop of the fast elementwise paths ----*- C++ -*-===//
+//
+// forEachTile splits [0, n) into tiles of kTile elements, spread over threads
+// in contiguous ranges. An Operand reads a tile of a tensor that broadcasts
+// to the output in one of the shapes element-wise steps produce: the whole
+// output, a repeated suffix (a bias row), a repeated prefix element (a
+// per-row statistic [N, 1]) or both (index (i / inner) % period). Other
+// broadcasts take the reference loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_RUNTIME_CPU_TILES_H
+#define MP_RUNTIME_CPU_TILES_H
+
+#include "Parallel.h"
+#include "Vector.h"
+
+#include <vector>
+
+namespace mp::rt {
+
+/// Calls `body(begin, length)` for each tile of [0, n); `tilesPerThread` is
+/// the work worth a thread, in tiles.
+template <typename Body>
+void forEachTile(int64_t n, int64_t tilesPerThread, Body &&body) {
+  int64_t tiles = (n + kTile - 1) / kTile;
+  parallelFor(tiles, tilesPerThread, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t i = t * kTile;
+      body(i, n - i < kTile ? n - i : kTile);
+    }
+  });
+}
+
+/// A tensor read through broadcast strides as output element i ->
+/// element (i / inner) % period.
+struct Operand {
+  const mpTensor *t = nullptr;
+  int64_t inner = 1, period = 1;
+
+  /// Fits `strides` (per output dimension, 0 where `t` broadcasts) to that
+  /// form; false for other broadcasts.
+  bool init(const mpTensor *tensor, const mpTensor &out,
+            const int64_t *strides) {
+    t = tensor;
+    int32_t d = out.rank - 1;
+    inner = 1;
+    for (; d >= 0 && (strides[d] == 0 || out.shape[d] == 1); --d)
+      inner *= out.shape[d];
+    period = 1;
+    for (; d >= 0 && (strides[d] == period || out.shape[d] == 1); --d)
+      period *= out.shape[d];
+    for (; d >= 0 && (strides[d] == 0 || out.shape[d] == 1); --d)
+      ;
+    return d < 0;
+  }
+
+  /// Output elements [i, i + n) into `x` as f32.
+  void load(int64_t i, int64_t n, float *x) const {
+    if (inner == 1 && period >= n && i % period + n <= period) {
+      loadF32(t->data, t->elementType, i % period, n, x);
+      return;
+    }
+    for (int64_t j = 0; j < n;) {
+      int64_t q = (i + j) / inner, r = (i + j) % inner;
+      if (inner == 1) {
+        // A run of consecutive elements up to the end of the period.
+        int64_t at = q % period, run = period - at;
+        if (run > n - j)
+          run = n - j;
+        loadF32(t->data, t->elementType, at, run, x + j);
+        j += run;
+        continue;
+      }
+      float v;
+      loadF32(t->data, t->elementType, q % period, 1, &v);
+      int64_t run = inner - r;
+      if (run > n - j)
+        run = n - j;
+      for (int64_t k = 0; k < run; ++k)
+        x[j + k] = v;
+      j += run;
+    }
+  }
+};
+
+/// A thread's scratch row of `n` floats (grown on demand, reused).
+inline float *scratchRow(int slot, int64_t n) {
+  thread_local std::vector<float> rows[4];
+  if (int64_t(rows[slot].size()) < n)
+    rows[slot].resize(n);
+  return rows[slot].data();
+}
+
+/// Whether `compute` rounds values of type `t` (it is f16 or bf16 and not t).
+inline bool roundsFrom(mpElementType compute, mpElementType t) {
+  return (compute == MP_F16 || compute == MP_BF16) && compute != t;
+}
+
+} // namespace mp::rt
+
+#endif // MP_RUNTIME_CPU_TILES_H

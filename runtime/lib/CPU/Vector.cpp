@@ -1,0 +1,206 @@
+//===- Vector.cpp - vectorised f16/bf16 conversions -----------------------===//
+//
+// Three implementations of each conversion, picked per call from the
+// features read at start-up: AVX-512 (16 lanes), AVX2 + F16C (8 lanes, f16
+// only) and the scalar functions of Convert.cpp. Each is compiled for its
+// own instruction set with a target attribute, so the library itself still
+// runs on any x86-64 CPU (and builds on other architectures, which take the
+// scalar path).
+//
+// bf16 is rounded with integer arithmetic, (x + 0x7fff + lsb) >> 16 with
+// NaNs quieted, rather than vcvtneps2bf16, because that instruction flushes
+// subnormal inputs to zero and the runtime's conversions keep them. f16 uses
+// vcvtps2ph with round-to-nearest-even, which keeps subnormals and quiets
+// NaNs exactly as mpF32ToF16 does (test/Runtime checks every f32 pattern).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Vector.h"
+#include "Parallel.h"
+
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MP_X86 1
+#include <immintrin.h>
+#endif
+
+using namespace mp::rt;
+
+const CpuFeatures &mp::rt::cpuFeatures() {
+  static const CpuFeatures features = [] {
+    CpuFeatures f;
+#ifdef MP_X86
+    __builtin_cpu_init();
+    f.avx2 = __builtin_cpu_supports("avx2");
+    f.fma = __builtin_cpu_supports("fma");
+    f.f16c = __builtin_cpu_supports("f16c");
+    f.avx512 = __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512dq");
+    f.avx512bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+    // AMX is not in GCC 12's __builtin_cpu_supports: CPUID.(7,0):EDX bits
+    // 22 (AMX-BF16) and 24 (AMX-TILE).
+    unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    f.amx = f.avx512 && (d >> 22 & 1) && (d >> 24 & 1);
+#endif
+    return f;
+  }();
+  return features;
+}
+
+extern "C" mpCpuInfo mpGetCpuInfo(void) {
+  const CpuFeatures &f = cpuFeatures();
+  mpCpuInfo info{};
+  info.avx2 = f.avx2 && f.fma;
+  info.f16c = f.f16c;
+  info.avx512 = f.avx512;
+  info.avx512bf16 = f.avx512bf16;
+  info.amx = f.amx;
+  info.threads = kernelThreads();
+#ifdef MP_RUNTIME_HAS_DNNL
+  info.bf16Gemm = f.avx512bf16 || f.amx;
+#endif
+  return info;
+}
+
+namespace {
+
+void loadScalar(const uint16_t *in, bool bf16, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = bf16 ? mpBF16ToF32(in[i]) : mpF16ToF32(in[i]);
+}
+
+void storeScalar(const float *in, int64_t n, bool bf16, uint16_t *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = bf16 ? mpF32ToBF16(in[i]) : mpF32ToF16(in[i]);
+}
+
+#ifdef MP_X86
+
+// GCC 12's intrinsic headers build "undefined" vectors as `__m512 __Y =
+// __Y;`, which -Wmaybe-uninitialized reports at every inlined use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void
+loadAvx512(const uint16_t *in, bool bf16, int64_t n, float *out) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i));
+    __m512 v = bf16 ? _mm512_castsi512_ps(
+                          _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                    : _mm512_cvtph_ps(h);
+    _mm512_storeu_ps(out + i, v);
+  }
+  loadScalar(in + i, bf16, n - i, out + i);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void
+storeAvx512(const float *in, int64_t n, bool bf16, uint16_t *out) {
+  const __m512i lsbMask = _mm512_set1_epi32(1);
+  const __m512i bias = _mm512_set1_epi32(0x7fff);
+  const __m512i quiet = _mm512_set1_epi32(0x40);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(in + i);
+    __m256i h;
+    if (bf16) {
+      __m512i x = _mm512_castps_si512(v);
+      __m512i hi = _mm512_srli_epi32(x, 16);
+      __m512i r = _mm512_add_epi32(
+          x, _mm512_add_epi32(bias, _mm512_and_si512(hi, lsbMask)));
+      r = _mm512_srli_epi32(r, 16);
+      __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, quiet));
+      h = _mm512_cvtepi32_epi16(r);
+    } else {
+      h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), h);
+  }
+  storeScalar(in + i, n - i, bf16, out + i);
+}
+
+__attribute__((target("avx2,f16c"))) void loadF16C(const uint16_t *in,
+                                                   int64_t n, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i *>(in + i))));
+  loadScalar(in + i, false, n - i, out + i);
+}
+
+__attribute__((target("avx2,f16c"))) void storeF16C(const float *in, int64_t n,
+                                                    uint16_t *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(out + i),
+        _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  storeScalar(in + i, n - i, false, out + i);
+}
+
+#pragma GCC diagnostic pop
+
+#endif // MP_X86
+
+void load16(const uint16_t *in, bool bf16, int64_t n, float *out) {
+#ifdef MP_X86
+  const CpuFeatures &f = cpuFeatures();
+  if (f.avx512)
+    return loadAvx512(in, bf16, n, out);
+  if (!bf16 && f.f16c && f.avx2)
+    return loadF16C(in, n, out);
+#endif
+  loadScalar(in, bf16, n, out);
+}
+
+void store16(const float *in, int64_t n, bool bf16, uint16_t *out) {
+#ifdef MP_X86
+  const CpuFeatures &f = cpuFeatures();
+  if (f.avx512)
+    return storeAvx512(in, n, bf16, out);
+  if (!bf16 && f.f16c && f.avx2)
+    return storeF16C(in, n, out);
+#endif
+  storeScalar(in, n, bf16, out);
+}
+
+} // namespace
+
+void mp::rt::loadF32(const void *data, mpElementType t, int64_t offset,
+                     int64_t n, float *out) {
+  if (t == MP_F32) {
+    std::memcpy(out, static_cast<const float *>(data) + offset,
+                size_t(n) * sizeof(float));
+    return;
+  }
+  load16(static_cast<const uint16_t *>(data) + offset, t == MP_BF16, n, out);
+}
+
+void mp::rt::storeF32(const float *in, int64_t n, void *data, mpElementType t,
+                      int64_t offset) {
+  if (t == MP_F32) {
+    std::memcpy(static_cast<float *>(data) + offset, in,
+                size_t(n) * sizeof(float));
+    return;
+  }
+  store16(in, n, t == MP_BF16, static_cast<uint16_t *>(data) + offset);
+}
+
+void mp::rt::roundF32(float *x, int64_t n, mpElementType t) {
+  if (t != MP_F16 && t != MP_BF16)
+    return;
+  // Through a 16-bit buffer in chunks: both directions are exact, so this is
+  // the scalar rounding at vector speed.
+  uint16_t buffer[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    int64_t m = n - i < 256 ? n - i : 256;
+    store16(x + i, m, t == MP_BF16, buffer);
+    load16(buffer, t == MP_BF16, m, x + i);
+  }
+}

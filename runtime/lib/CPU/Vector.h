@@ -1,0 +1,59 @@
+//===- Vector.h - tiles of f32 for the CPU kernels ---------------*- C++
+//-*-===//
+//
+// The fast paths of the CPU kernels work on tiles: a run of elements stored
+// as f32, f16 or bf16 is converted into an f32 buffer with the host's vector
+// instructions (AVX-512, or F16C for f16), computed on in f32, rounded to the
+// compute type where that is f16 or bf16, and converted back. The
+// conversions are bit-identical to the scalar mpF32ToF16 / mpF32ToBF16 (round
+// to nearest even, subnormals kept, NaNs quieted with their payload), so a
+// fast path gives exactly the reference loop's result when it evaluates the
+// same expression in the same order. The instruction set is chosen once, at
+// run time, from what the CPU reports (cpuFeatures()).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_RUNTIME_CPU_VECTOR_H
+#define MP_RUNTIME_CPU_VECTOR_H
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include <cstdint>
+
+namespace mp::rt {
+
+/// Elements per tile: small enough to stay in L1 with three operands.
+constexpr int64_t kTile = 1024;
+
+/// Whether the fast paths take storage or compute type `t`.
+inline bool isTileType(mpElementType t) {
+  return t == MP_F32 || t == MP_F16 || t == MP_BF16;
+}
+
+/// What the CPU offers the kernels, read once with cpuid.
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512 = false;     // AVX-512 F, BW, VL, DQ
+  bool avx512bf16 = false; // vdpbf16ps (oneDNN's bf16 GEMM)
+  bool amx = false;        // AMX tiles with bf16
+};
+const CpuFeatures &cpuFeatures();
+
+/// Converts data[offset, offset + n) of type `t` to f32 (exact).
+void loadF32(const void *data, mpElementType t, int64_t offset, int64_t n,
+             float *out);
+/// Stores `n` values into data[offset, ...) of type `t`, rounding to nearest
+/// even as the scalar conversions do.
+void storeF32(const float *in, int64_t n, void *data, mpElementType t,
+              int64_t offset);
+/// Rounds `n` values in place to `t` when it is f16 or bf16.
+void roundF32(float *x, int64_t n, mpElementType t);
+
+/// Whether the vectorised and library kernels may be used; false after
+/// mpUseLibraryKernels(0) or with MP_REFERENCE_KERNELS=1, which leaves every
+/// kernel on its reference loop (the tests compare the two).
+bool libraryKernelsEnabled();
+
+} // namespace mp::rt
+
+#endif // MP_RUNTIME_CPU_VECTOR_H
