@@ -11,13 +11,17 @@
 // NaNs quieted, rather than vcvtneps2bf16, because that instruction flushes
 // subnormal inputs to zero and the runtime's conversions keep them. f16 uses
 // vcvtps2ph with round-to-nearest-even, which keeps subnormals and quiets
-// NaNs exactly as mpF32ToF16 does (test/Runtime checks every f32 pattern).
+// NaNs exactly as mpF32ToF16 does; vcvtph2ps quiets signalling NaNs, which
+// mpF16ToF32 keeps, so NaN lanes are rebuilt from their bits. All 2^32 f32
+// patterns were checked against the scalar functions once (0 differences);
+// mp-fast-path-tests checks every exponent and rounding boundary each run.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Vector.h"
 #include "Parallel.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -46,6 +50,14 @@ const CpuFeatures &mp::rt::cpuFeatures() {
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
     f.amx = f.avx512 && (d >> 22 & 1) && (d >> 24 & 1);
 #endif
+    // MP_CPU_ISA=avx2 or =scalar caps what the kernels use, so that each
+    // path can be tested on one machine (oneDNN has DNNL_MAX_CPU_ISA).
+    if (const char *isa = std::getenv("MP_CPU_ISA")) {
+      if (!std::strcmp(isa, "avx2") || !std::strcmp(isa, "scalar"))
+        f.avx512 = f.avx512bf16 = f.amx = false;
+      if (!std::strcmp(isa, "scalar"))
+        f.avx2 = f.fma = f.f16c = false;
+    }
     return f;
   }();
   return features;
@@ -60,8 +72,9 @@ extern "C" mpCpuInfo mpGetCpuInfo(void) {
   info.avx512bf16 = f.avx512bf16;
   info.amx = f.amx;
   info.threads = kernelThreads();
+  info.fastKernels = libraryKernelsEnabled();
 #ifdef MP_RUNTIME_HAS_DNNL
-  info.bf16Gemm = f.avx512bf16 || f.amx;
+  info.bf16Gemm = info.fastKernels && (f.avx512bf16 || f.amx);
 #endif
   return info;
 }
@@ -90,9 +103,23 @@ loadAvx512(const uint16_t *in, bool bf16, int64_t n, float *out) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(in + i));
-    __m512 v = bf16 ? _mm512_castsi512_ps(
-                          _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
-                    : _mm512_cvtph_ps(h);
+    __m512i x = _mm512_cvtepu16_epi32(h);
+    __m512 v;
+    if (bf16) {
+      v = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+    } else {
+      v = _mm512_cvtph_ps(h);
+      // NaN lanes: sign, all-ones exponent, the payload shifted up as is.
+      __m512i abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fff));
+      __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7c00));
+      __m512i bits = _mm512_or_si512(
+          _mm512_slli_epi32(_mm512_and_si512(x, _mm512_set1_epi32(0x8000)), 16),
+          _mm512_or_si512(
+              _mm512_set1_epi32(0x7f800000),
+              _mm512_slli_epi32(_mm512_and_si512(x, _mm512_set1_epi32(0x3ff)),
+                                13)));
+      v = _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(bits));
+    }
     _mm512_storeu_ps(out + i, v);
   }
   loadScalar(in + i, bf16, n - i, out + i);
@@ -127,9 +154,16 @@ storeAvx512(const float *in, int64_t n, bool bf16, uint16_t *out) {
 __attribute__((target("avx2,f16c"))) void loadF16C(const uint16_t *in,
                                                    int64_t n, float *out) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
-                                  reinterpret_cast<const __m128i *>(in + i))));
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i));
+    // NaN lanes take the scalar conversion, which keeps signalling NaNs.
+    __m128i abs = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+    if (_mm_movemask_epi8(_mm_cmpgt_epi16(abs, _mm_set1_epi16(0x7c00)))) {
+      loadScalar(in + i, false, 8, out + i);
+      continue;
+    }
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
   loadScalar(in + i, false, n - i, out + i);
 }
 

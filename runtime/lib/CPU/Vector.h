@@ -30,7 +30,8 @@ inline bool isTileType(mpElementType t) {
   return t == MP_F32 || t == MP_F16 || t == MP_BF16;
 }
 
-/// What the CPU offers the kernels, read once with cpuid.
+/// What the CPU offers the kernels, read once with cpuid, less what
+/// MP_CPU_ISA (avx2, scalar) leaves out.
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512 = false;     // AVX-512 F, BW, VL, DQ

@@ -345,6 +345,8 @@ typedef struct mpCpuInfo {
   int32_t amx;        /* AMX tiles with bf16 */
   int32_t bf16Gemm;   /* bf16 matmuls run on bf16 instructions (oneDNN) */
   int32_t threads;    /* threads the kernels use */
+  int32_t fastKernels; /* 0 with MP_REFERENCE_KERNELS or after
+                          mpUseLibraryKernels(0) */
 } mpCpuInfo;
 mpCpuInfo mpGetCpuInfo(void);
 

@@ -1,0 +1,453 @@
+//===- FastPathTests.cpp - the CPU fast kernels against the reference -----===//
+//
+// usage: mp-fast-path-tests [seed]
+//
+// The CPU backend's fast paths (vectorised conversions, tiles, threads,
+// oneDNN; runtime/lib/CPU/Vector.h) promise the reference loops' bits for
+// every kernel whose sums keep their order. This runs each such kernel
+// twice on the same fresh random inputs, once with mpUseLibraryKernels(1)
+// and once with (0), and requires identical output bytes:
+//
+// * conversions: f32 -> f16 and -> bf16 for every high half of an f32
+//   combined with the low halves at every rounding boundary (the f16
+//   midpoints at bits 12-15, the bf16 one at bit 15, one either side) and
+//   random ones; every f16 and bf16 pattern -> f32; f16 <-> bf16.
+// * every unary op, binary op and activation gradient, in every storage
+//   and compute type among f32/f16/bf16, at sizes from 1 to past the
+//   threading threshold; binary ops under each broadcast form the fast path
+//   takes (whole, bias row, per-row value, scalar, both) and one it does not.
+// * reductions (sum, mean, max) over leading, trailing, middle and all axes.
+// * softmax and log-softmax and their gradients, layer norm and its
+//   gradient, transposes of 2, 4 and 8-byte elements.
+// * sgd and adam updates and unscale_grads with f16 gradients.
+//
+// Inputs mix normal values with large ones (f16 overflow), tiny ones
+// (subnormal results), infinities and NaNs. Matmuls change summation order
+// on oneDNN; mp-runtime-tests matmul holds them to the float64 bound.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPRuntime.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+int passed = 0, failed = 0;
+
+void check(bool ok, const std::string &what) {
+  std::printf("%s: %s\n", ok ? "ok" : "FAIL", what.c_str());
+  (ok ? passed : failed)++;
+}
+
+const char *typeName(mpElementType t) {
+  return t == MP_F32 ? "f32" : t == MP_F16 ? "f16" : t == MP_BF16 ? "bf16"
+                                                                  : "f64";
+}
+
+/// A tensor with its own bytes.
+struct Buffer {
+  mpElementType type;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;
+
+  Buffer(mpElementType type, std::vector<int64_t> shape)
+      : type(type), shape(std::move(shape)) {
+    bytes.resize(size_t(count()) * mpElementSize(type));
+  }
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  mpTensor tensor() {
+    mpTensor t{};
+    t.data = bytes.data();
+    t.elementType = type;
+    t.rank = int32_t(shape.size());
+    for (size_t i = 0; i < shape.size(); ++i)
+      t.shape[i] = shape[i];
+    return t;
+  }
+  void set(int64_t i, float v) {
+    if (type == MP_F32)
+      std::memcpy(&bytes[i * 4], &v, 4);
+    else if (type == MP_F64) {
+      double d = v;
+      std::memcpy(&bytes[i * 8], &d, 8);
+    } else {
+      uint16_t h = type == MP_F16 ? mpF32ToF16(v) : mpF32ToBF16(v);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+  }
+};
+
+/// Values that reach every conversion path: mostly normal ones, with some
+/// beyond f16's range, some that round to subnormals, infinities and NaNs.
+float value(std::mt19937_64 &rng, bool specials) {
+  std::normal_distribution<float> normal;
+  if (!specials)
+    return normal(rng);
+  switch (rng() % 16) {
+  case 0:
+    return normal(rng) * 1e5f;
+  case 1:
+    return normal(rng) * 1e-6f;
+  case 2:
+    return rng() % 2 ? INFINITY : -INFINITY;
+  case 3:
+    return NAN;
+  default:
+    return normal(rng);
+  }
+}
+
+void fill(Buffer &b, std::mt19937_64 &rng, bool specials = true) {
+  for (int64_t i = 0; i < b.count(); ++i)
+    b.set(i, value(rng, specials));
+}
+
+/// Runs `kernel` with the fast kernels on and off, each time on fresh
+/// copies of `outputs` (which may also be read), and compares the bytes.
+bool sameBits(std::vector<Buffer *> outputs,
+              const std::function<mpStatus()> &kernel, std::string &why) {
+  std::vector<std::vector<unsigned char>> initial, fast;
+  for (Buffer *b : outputs)
+    initial.push_back(b->bytes);
+  mpUseLibraryKernels(1);
+  mpStatus s1 = kernel();
+  for (Buffer *b : outputs)
+    fast.push_back(b->bytes);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    outputs[i]->bytes = initial[i];
+  mpUseLibraryKernels(0);
+  mpStatus s2 = kernel();
+  mpUseLibraryKernels(1);
+  if (s1 != MP_OK || s2 != MP_OK) {
+    why = "status " + std::to_string(s1) + "/" + std::to_string(s2);
+    return false;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (fast[i] != outputs[i]->bytes) {
+      why = "output " + std::to_string(i) + " differs";
+      return false;
+    }
+  return true;
+}
+
+const mpElementType kTypes[] = {MP_F32, MP_F16, MP_BF16};
+// Sizes from one element to past the threading threshold, odd ones among
+// them so tiles end mid-vector.
+const int64_t kSizes[] = {1, 15, 1000, 1025, 70001};
+
+//===----------------------------------------------------------------------===//
+// Conversions
+//===----------------------------------------------------------------------===//
+
+void testConversions(std::mt19937_64 &rng) {
+  std::vector<uint32_t> low = {0,      1,      0xffff, 0x0fff, 0x1000,
+                               0x1001, 0x1fff, 0x2000, 0x2001, 0x3fff,
+                               0x4000, 0x4001, 0x7fff, 0x8000, 0x8001,
+                               0xc000};
+  while (low.size() < 32)
+    low.push_back(uint32_t(rng() & 0xffff));
+  std::vector<uint32_t> in;
+  for (uint32_t hi = 0; hi < 0x10000; ++hi)
+    for (uint32_t lo : low)
+      in.push_back(hi << 16 | lo);
+  for (mpElementType t : {MP_F16, MP_BF16}) {
+    std::vector<uint16_t> out(in.size());
+    bool ok = mpConvert(in.data(), MP_F32, out.data(), t, int64_t(in.size())) ==
+              MP_OK;
+    int64_t wrong = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      float f;
+      std::memcpy(&f, &in[i], 4);
+      wrong += out[i] != (t == MP_F16 ? mpF32ToF16(f) : mpF32ToBF16(f));
+    }
+    check(ok && wrong == 0,
+          std::string("f32 -> ") + typeName(t) + ": " +
+              std::to_string(in.size()) +
+              " patterns (every high half, every rounding boundary) equal "
+              "the scalar conversion (" +
+              std::to_string(wrong) + " wrong)");
+    std::vector<uint16_t> all(0x10000);
+    for (uint32_t i = 0; i < 0x10000; ++i)
+      all[i] = uint16_t(i);
+    std::vector<float> wide(all.size());
+    ok = mpConvert(all.data(), t, wide.data(), MP_F32, 0x10000) == MP_OK;
+    wrong = 0;
+    for (uint32_t i = 0; i < 0x10000; ++i) {
+      float want = t == MP_F16 ? mpF16ToF32(all[i]) : mpBF16ToF32(all[i]);
+      wrong += std::memcmp(&want, &wide[i], 4) != 0;
+    }
+    check(ok && wrong == 0, std::string(typeName(t)) +
+                                " -> f32: all 65536 patterns equal the "
+                                "scalar conversion (" +
+                                std::to_string(wrong) + " wrong)");
+  }
+  // f16 <-> bf16 through the tiles against the reference loop.
+  bool ok = true;
+  std::string why;
+  for (int64_t n : kSizes)
+    for (mpElementType from : kTypes)
+      for (mpElementType to : kTypes) {
+        Buffer a(from, {n}), b(to, {n});
+        fill(a, rng);
+        ok &= sameBits({&b}, [&] {
+          return mpConvert(a.bytes.data(), from, b.bytes.data(), to, n);
+        }, why);
+      }
+  check(ok, "mpConvert between f32, f16 and bf16 at every size " + why);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+void testElementwise(std::mt19937_64 &rng) {
+  bool unaryOk = true, gradOk = true;
+  std::string why;
+  for (int k = MP_NEG; k <= MP_ERF; ++k)
+    for (int64_t n : kSizes)
+      for (mpElementType in : kTypes)
+        for (mpElementType compute : kTypes) {
+          mpElementType outType = kTypes[rng() % 3];
+          Buffer a(in, {n}), out(outType, {n});
+          fill(a, rng);
+          mpTensor A = a.tensor();
+          unaryOk &= sameBits({&out}, [&] {
+            mpTensor O = out.tensor();
+            return mpUnary(mpUnaryKind(k), &A, &O, compute);
+          }, why);
+        }
+  check(unaryOk, "every unary op, storage and compute type and size " + why);
+  for (int k = MP_RELU_GRAD; k <= MP_SIGMOID_GRAD; ++k)
+    for (int64_t n : kSizes)
+      for (mpElementType t : kTypes)
+        for (mpElementType compute : kTypes) {
+          Buffer dy(t, {n}), s(kTypes[rng() % 3], {n}), dx(t, {n});
+          fill(dy, rng);
+          fill(s, rng);
+          mpTensor DY = dy.tensor(), S = s.tensor();
+          gradOk &= sameBits({&dx}, [&] {
+            mpTensor DX = dx.tensor();
+            return mpActivationGrad(mpActivationGradKind(k), &DY, &S, &DX,
+                                    compute);
+          }, why);
+        }
+  check(gradOk, "every activation gradient, type and size " + why);
+
+  // Broadcast forms: whole, bias row, per-row value, scalar, (i / inner) %
+  // period, and a general one the fast path leaves to the reference loop.
+  struct Form {
+    const char *name;
+    std::vector<int64_t> lhs, rhs, out;
+  } forms[] = {
+      {"whole", {37, 129}, {37, 129}, {37, 129}},
+      {"bias row", {300, 257}, {257}, {300, 257}},
+      {"per-row value", {300, 257}, {300, 1}, {300, 257}},
+      {"scalar", {}, {1001, 3}, {1001, 3}},
+      {"middle", {5, 7, 300}, {7, 1}, {5, 7, 300}},
+      {"general", {9, 1, 400}, {1, 11, 1}, {9, 11, 400}},
+  };
+  for (const Form &f : forms) {
+    bool ok = true;
+    for (int k = MP_ADD; k <= MP_MINIMUM; ++k)
+      for (mpElementType lt : kTypes)
+        for (mpElementType compute : kTypes) {
+          mpElementType rt = kTypes[rng() % 3], ot = kTypes[rng() % 3];
+          Buffer l(lt, f.lhs), r(rt, f.rhs), o(ot, f.out);
+          fill(l, rng);
+          fill(r, rng);
+          mpTensor L = l.tensor(), R = r.tensor();
+          ok &= sameBits({&o}, [&] {
+            mpTensor O = o.tensor();
+            return mpBinary(mpBinaryKind(k), &L, &R, &O, compute);
+          }, why);
+        }
+    check(ok, std::string("every binary op, broadcast form '") + f.name +
+                  "', every type " + why);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, softmax, layer norm, transpose
+//===----------------------------------------------------------------------===//
+
+void testRows(std::mt19937_64 &rng) {
+  std::string why;
+  bool ok = true;
+  struct Axes {
+    std::vector<int64_t> shape, axes;
+  } reductions[] = {{{300, 257}, {0}},    {{300, 257}, {1}},
+                    {{6, 50, 130}, {1}},  {{6, 50, 130}, {0, 1}},
+                    {{6, 50, 130}, {1, 2}}, {{6, 50, 130}, {0, 1, 2}},
+                    {{3, 4000}, {0}},     {{2000, 3}, {0}}};
+  for (const Axes &r : reductions)
+    for (int kind = MP_REDUCE_SUM; kind <= MP_REDUCE_MAX; ++kind)
+      for (mpElementType t : kTypes) {
+        std::vector<int64_t> kept;
+        for (size_t d = 0; d < r.shape.size(); ++d)
+          if (std::find(r.axes.begin(), r.axes.end(), int64_t(d)) ==
+              r.axes.end())
+            kept.push_back(r.shape[d]);
+        Buffer in(t, r.shape), out(kTypes[rng() % 3], kept);
+        fill(in, rng, /*specials=*/kind == MP_REDUCE_MAX);
+        mpTensor I = in.tensor();
+        ok &= sameBits({&out}, [&] {
+          mpTensor O = out.tensor();
+          return mpReduce(mpReduceKind(kind), &I, &O, r.axes.data(),
+                          int32_t(r.axes.size()), MP_F32);
+        }, why);
+      }
+  check(ok, "reduce sum, mean and max over leading, trailing, middle and "
+            "all axes " + why);
+
+  ok = true;
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{3, 10}, {64, 257}, {4, 8, 256}})
+    for (int log = 0; log <= 1; ++log)
+      for (mpElementType t : kTypes) {
+        int64_t axis = int64_t(shape.size()) - 1;
+        Buffer x(t, shape), y(t, shape), dy(t, shape), dx(t, shape);
+        fill(x, rng, false);
+        fill(dy, rng, false);
+        mpTensor X = x.tensor(), DY = dy.tensor();
+        ok &= sameBits({&y}, [&] {
+          mpTensor Y = y.tensor();
+          return mpSoftmax(&X, &Y, axis, log, MP_F32);
+        }, why);
+        mpTensor Y = y.tensor();
+        ok &= sameBits({&dx}, [&] {
+          mpTensor DX = dx.tensor();
+          return mpSoftmaxGrad(&DY, &Y, &DX, axis, log, MP_F32);
+        }, why);
+      }
+  check(ok, "softmax, log-softmax and their gradients over the last axis " +
+                why);
+
+  ok = true;
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{1, 7}, {64, 512}, {2, 300, 65}})
+    for (mpElementType t : kTypes) {
+      std::vector<int64_t> cols = {shape.back()},
+                           rows(shape.begin(), shape.end() - 1);
+      int64_t axis = int64_t(shape.size()) - 1;
+      Buffer x(t, shape), scale(MP_F32, cols), bias(MP_F32, cols),
+          y(t, shape), mean(MP_F32, rows), rstd(MP_F32, rows), dy(t, shape),
+          dx(t, shape), ds(MP_F32, cols), db(MP_F32, cols);
+      for (Buffer *b : {&x, &scale, &bias, &dy})
+        fill(*b, rng, false);
+      mpTensor X = x.tensor(), S = scale.tensor(), B = bias.tensor(),
+               DY = dy.tensor();
+      ok &= sameBits({&y, &mean, &rstd}, [&] {
+        mpTensor Y = y.tensor(), M = mean.tensor(), R = rstd.tensor();
+        return mpLayerNorm(&X, &S, &B, &Y, &M, &R, axis, 1e-5f, MP_F32);
+      }, why);
+      mpTensor M = mean.tensor(), R = rstd.tensor();
+      ok &= sameBits({&dx, &ds, &db}, [&] {
+        mpTensor DX = dx.tensor(), DS = ds.tensor(), DB = db.tensor();
+        return mpLayerNormGrad(&DY, &X, &S, &M, &R, &DX, &DS, &DB, axis,
+                               MP_F32);
+      }, why);
+    }
+  check(ok, "layer norm and its gradient (dx, dscale, dbias) " + why);
+
+  ok = true;
+  struct Perm {
+    std::vector<int64_t> shape, perm;
+  } perms[] = {{{300, 257}, {1, 0}},
+               {{8, 256, 8, 64}, {0, 2, 1, 3}},
+               {{8, 8, 256, 64}, {0, 1, 3, 2}},
+               {{5, 6, 7}, {2, 0, 1}}};
+  for (const Perm &p : perms)
+    for (mpElementType t : {MP_F16, MP_F32, MP_F64}) {
+      std::vector<int64_t> outShape;
+      for (int64_t d : p.perm)
+        outShape.push_back(p.shape[d]);
+      Buffer in(t, p.shape), out(t, outShape);
+      fill(in, rng);
+      mpTensor I = in.tensor();
+      ok &= sameBits({&out}, [&] {
+        mpTensor O = out.tensor();
+        return mpTranspose(&I, &O, p.perm.data());
+      }, why);
+    }
+  check(ok, "transposes of 2, 4 and 8-byte elements " + why);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers and loss scaling
+//===----------------------------------------------------------------------===//
+
+void testUpdates(std::mt19937_64 &rng) {
+  std::string why;
+  bool ok = true;
+  for (int64_t n : kSizes)
+    for (mpElementType g : kTypes) {
+      Buffer p(MP_F32, {n}), grad(g, {n}), buf(MP_F32, {n}), m(MP_F32, {n}),
+          v(MP_F32, {n}), step(MP_I64, {});
+      fill(p, rng, false);
+      fill(grad, rng, false);
+      fill(buf, rng, false);
+      mpTensor G = grad.tensor();
+      ok &= sameBits({&p, &buf}, [&] {
+        mpTensor P = p.tensor(), Bf = buf.tensor();
+        return mpSgdUpdate(&P, &G, &Bf, nullptr, 0.1f, 0.9f, 1e-4f, 1);
+      }, why);
+      ok &= sameBits({&p, &m, &v, &step}, [&] {
+        mpTensor P = p.tensor(), M = m.tensor(), V = v.tensor(),
+                 S = step.tensor();
+        return mpAdamUpdate(&P, &G, &M, &V, &S, nullptr, 1e-3f, 0.9f, 0.999f,
+                            1e-8f, 0.01f);
+      }, why);
+    }
+  check(ok, "sgd (momentum, nesterov, weight decay) and adam updates " + why);
+
+  ok = true;
+  for (float scale : {1024.0f, 1.0f / 65536})
+    for (mpElementType g : kTypes) {
+      Buffer a(g, {70001}), b(MP_F16, {1025}), ua(g, {70001}),
+          ub(MP_F16, {1025}), s(MP_F32, {}), inf(MP_I1, {});
+      fill(a, rng);
+      fill(b, rng, false);
+      s.set(0, scale);
+      mpTensor grads[2] = {a.tensor(), b.tensor()}, S = s.tensor();
+      ok &= sameBits({&ua, &ub, &inf}, [&] {
+        mpTensor outs[2] = {ua.tensor(), ub.tensor()}, I = inf.tensor();
+        return mpUnscaleGrads(2, grads, outs, &S, &I);
+      }, why);
+    }
+  check(ok, "unscale_grads, with overflow to f16 and non-finite inputs " +
+                why);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10)
+                           : std::random_device{}();
+  std::printf("seed %" PRIu64 "\n", seed);
+  mpCpuInfo cpu = mpGetCpuInfo();
+  std::printf("cpu: avx2 %d, f16c %d, avx512 %d, avx512bf16 %d, amx %d, "
+              "bf16 gemm %d, %d threads\n",
+              cpu.avx2, cpu.f16c, cpu.avx512, cpu.avx512bf16, cpu.amx,
+              cpu.bf16Gemm, cpu.threads);
+  std::mt19937_64 rng(seed);
+  testConversions(rng);
+  testElementwise(rng);
+  testRows(rng);
+  testUpdates(rng);
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
