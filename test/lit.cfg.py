@@ -43,8 +43,8 @@ config.substitutions.append(("%cpu_runner", runner + " --backend=cpu"))
 config.substitutions.append(("%cuda_runner", runner + " --backend=cuda"))
 
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
-tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-runner", "mp-compile",
-         "mp-grad-check", "mp-import-onnx", "mp-onnx-test",
+tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-fast-path-tests",
+         "mp-runner", "mp-compile", "mp-grad-check", "mp-import-onnx", "mp-onnx-test",
          "mp-cuda-kernel-tests"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
@@ -52,20 +52,23 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 if os.path.exists(os.path.join(config.mp_obj_root, "lib", "MPPlugin.so")):
     config.available_features.add("mlir-opt-plugin")
 
-# The CUDA backend: built (cuda-backend) and, when `mp-runner --device-info`
-# finds a GPU, runnable (cuda-device). Tests of the GPU declare
-# `REQUIRES: cuda-device` and are reported UNSUPPORTED, not passed, on
-# machines without one.
+# What `mp-runner --device-info` finds. The CUDA backend: built
+# (cuda-backend) and, with a GPU, runnable (cuda-device); tests of the GPU
+# declare `REQUIRES: cuda-device` and are reported UNSUPPORTED, not passed,
+# on machines without one. cpu-bf16: the CPU backend multiplies bf16 on bf16
+# instructions, so --amp=auto picks bf16 there.
+import subprocess
+try:
+    device_info = subprocess.run(
+        [os.path.join(config.mp_tools_dir, "mp-runner"), "--device-info"],
+        capture_output=True, text=True, timeout=120).stdout
+except (OSError, subprocess.SubprocessError):
+    device_info = ""
+if "--amp=auto on the CPU: bf16" in device_info:
+    config.available_features.add("cpu-bf16")
 if config.mp_has_cuda:
     config.available_features.add("cuda-backend")
-    import subprocess
-    try:
-        info = subprocess.run(
-            [os.path.join(config.mp_tools_dir, "mp-runner"), "--device-info"],
-            capture_output=True, text=True, timeout=120).stdout
-    except (OSError, subprocess.SubprocessError):
-        info = ""
-    if "  GPU 0:" in info:
+    if "  GPU 0:" in device_info:
         config.available_features.add("cuda-device")
     else:
         lit_config.note("no CUDA device: the CUDA tests are reported UNSUPPORTED")

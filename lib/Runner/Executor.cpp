@@ -31,22 +31,6 @@ static llvm::Error runtimeError(llvm::StringRef what) {
 
 namespace {
 
-struct CpuFeatures {
-  bool avx2 = false, avx512 = false, avx512bf16 = false, f16c = false;
-};
-
-CpuFeatures cpuFeatures() {
-  CpuFeatures f;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  f.avx2 = __builtin_cpu_supports("avx2");
-  f.avx512 = __builtin_cpu_supports("avx512f");
-  f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
-  f.f16c = __builtin_cpu_supports("f16c");
-#endif
-  return f;
-}
-
 /// The "model name" line of /proc/cpuinfo, else LLVM's name for the CPU.
 std::string cpuName() {
   if (auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/cpuinfo")) {
@@ -138,12 +122,24 @@ std::pair<std::string, std::string> runner::defaultAmp(Backend backend) {
   }
 #endif
   (void)backend;
-  // The CPU backend converts f16/bf16 in software around every kernel, so
-  // mixed precision is slower than FP32 there (benchmarks/README.md); auto
-  // picks what is fastest, not what the CPU's instructions could do.
-  return {"off", "FP32: the CPU backend runs f16 and bf16 slower than f32 "
-                 "(it converts around every kernel); ask for --amp=bf16 or "
-                 "--amp=f16 to train in mixed precision anyway"};
+  // On the CPU, bf16 pays where its matmuls run on bf16 instructions
+  // (oneDNN on AVX512_BF16 or AMX): about twice the f32 GEMM rate
+  // (benchmarks/README.md). Elsewhere f16 and bf16 multiply in f32 after a
+  // conversion, which costs more than it saves, so auto stays FP32.
+  mpCpuInfo cpu = mpGetCpuInfo();
+  if (cpu.bf16Gemm)
+    return {"bf16", std::string("bf16 matmuls on the CPU's ") +
+                        (cpu.amx ? "AMX" : "AVX512_BF16") +
+                        " instructions (oneDNN)"};
+  const char *why =
+      cpu.fastKernels
+          ? "FP32: this CPU has no bf16 matmul instructions (AVX512_BF16 or "
+            "AMX), so f16 and bf16 would multiply in f32 after a "
+            "conversion, slower than FP32"
+          : "FP32: the reference kernels (MP_REFERENCE_KERNELS) multiply f16 "
+            "and bf16 in f32 after a conversion, slower than FP32";
+  return {"off", std::string(why) + "; ask for --amp=bf16 or --amp=f16 to "
+                                    "train in mixed precision anyway"};
 }
 
 llvm::Error runner::checkAmpSupported(Backend backend, llvm::StringRef amp) {
@@ -176,13 +172,23 @@ llvm::Error runner::checkAmpSupported(Backend backend, llvm::StringRef amp) {
 }
 
 void runner::describeDevices(llvm::raw_ostream &os) {
-  CpuFeatures f = cpuFeatures();
+  mpCpuInfo f = mpGetCpuInfo();
   os << "CPU: " << cpuName() << "\n"
      << "  AVX2: " << yesNo(f.avx2) << ", AVX-512: " << yesNo(f.avx512)
-     << ", AVX-512 BF16: " << yesNo(f.avx512bf16) << ", F16C: " << yesNo(f.f16c)
-     << "\n"
-     << "CPU backend: available (OpenBLAS f32/f64 GEMM; f16/bf16 storage with "
-        "exact conversions in software)\n";
+     << ", AVX-512 BF16: " << yesNo(f.avx512bf16) << ", AMX: " << yesNo(f.amx)
+     << ", F16C: " << yesNo(f.f16c) << "\n"
+     << "CPU backend: available, " << f.threads << " thread"
+     << (f.threads == 1 ? "" : "s") << "\n"
+     << "  matmuls: "
+     << (f.bf16Gemm ? "bf16 on bf16 instructions (oneDNN), f32 (oneDNN), "
+                      "f16 widened to f32"
+                    : "f32, with f16/bf16 widened to f32")
+     << "\n  conversions: "
+     << (f.avx512 ? "AVX-512"
+         : f.f16c ? "F16C (f16), scalar (bf16)"
+                  : "scalar")
+     << (f.fastKernels ? "" : " (reference kernels: MP_REFERENCE_KERNELS)")
+     << "\n";
   auto [cpuAmp, cpuWhy] = defaultAmp(Backend::CPU);
   os << "  --amp=auto on the CPU: " << cpuAmp << " (" << cpuWhy << ")\n";
 #ifdef MP_RUNTIME_HAS_CUDA

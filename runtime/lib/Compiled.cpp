@@ -12,11 +12,13 @@
 #include "Entry.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -51,6 +53,77 @@ void mp::rt::fail(const char *entry, int64_t site, const std::string &reason) {
 }
 
 bool mp::rt::hasError() { return errorPending; }
+
+//===----------------------------------------------------------------------===//
+// Kernel profile (MP_PROFILE_KERNELS)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct Profile {
+  std::string path;
+  std::mutex mutex;
+  std::map<std::string, std::pair<int64_t, double>> entries;
+
+  Profile() {
+    if (const char *p = std::getenv("MP_PROFILE_KERNELS"))
+      path = p;
+  }
+  /// Writes the totals through a temporary file, so a reader never sees
+  /// half of them.
+  ~Profile() {
+    if (path.empty())
+      return;
+    std::string tmp = path + ".tmp";
+    FILE *f = std::fopen(tmp.c_str(), "w");
+    bool ok = f != nullptr;
+    if (f) {
+      std::fprintf(f, "{\"entries\": {");
+      const char *sep = "";
+      for (auto &[name, total] : entries) {
+        std::fprintf(f, "%s\n  \"%s\": {\"calls\": %lld, \"seconds\": %.9f}",
+                     sep, name.c_str(), static_cast<long long>(total.first),
+                     total.second);
+        sep = ",";
+      }
+      std::fprintf(f, "\n}}\n");
+      ok = !std::ferror(f);
+      ok &= std::fclose(f) == 0;
+    }
+    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      std::fprintf(stderr, "mp runtime: cannot write MP_PROFILE_KERNELS=%s\n",
+                   path.c_str());
+      std::remove(tmp.c_str());
+    }
+  }
+};
+
+Profile &profile() {
+  static Profile p;
+  return p;
+}
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+} // namespace
+
+mp::rt::EntryTimer::EntryTimer(const char *entry)
+    : entry(entry), start(profile().path.empty() ? -1 : nowNs()) {}
+
+mp::rt::EntryTimer::~EntryTimer() {
+  if (start < 0)
+    return;
+  double seconds = (nowNs() - start) * 1e-9;
+  Profile &p = profile();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  auto &total = p.entries[entry];
+  ++total.first;
+  total.second += seconds;
+}
 
 namespace {
 
@@ -159,6 +232,7 @@ void mprtReleaseCachedMemory(void) { allocator().trim(); }
 #define MPRT_ENTRY_NAME(name) mprt_##name
 #define MPRT_KERNEL(fn) ::fn
 #define MPRT_RESOLVE nullptr
+#define MPRT_TIMER(name) mp::rt::EntryTimer timer(#name);
 #include "Entries.inc"
 #undef MPRT_ENTRY_NAME
 #undef MPRT_KERNEL

@@ -39,6 +39,22 @@ std::string takeDetail();
 using ResolveFn = void *(*)(void *data, size_t bytes, bool output,
                             const char *entry, int64_t site);
 
+/// Adds the time from construction to destruction to `entry`'s total when
+/// MP_PROFILE_KERNELS names a file; the totals (calls and seconds per entry
+/// point) are written there as JSON when the process exits. CPU backend
+/// only: CUDA entry points return before their kernels finish.
+class EntryTimer {
+public:
+  explicit EntryTimer(const char *entry);
+  ~EntryTimer();
+  EntryTimer(const EntryTimer &) = delete;
+  EntryTimer &operator=(const EntryTimer &) = delete;
+
+private:
+  const char *entry;
+  int64_t start; // nanoseconds; -1 when profiling is off
+};
+
 class Block {
 public:
   Block(const char *entry, const int64_t *words, ResolveFn resolve = nullptr)
