@@ -17,8 +17,9 @@
 //   threading threshold; binary ops under each broadcast form the fast path
 //   takes (whole, bias row, per-row value, scalar, both) and one it does not.
 // * reductions (sum, mean, max) over leading, trailing, middle and all axes.
+// * batch norm (training, inference, gradient) in NCHW and NHWC.
 // * softmax and log-softmax and their gradients, layer norm and its
-//   gradient, transposes of 2, 4 and 8-byte elements.
+//   gradient, transposes and broadcasts of 2, 4 and 8-byte elements.
 // * sgd and adam updates and unscale_grads with f16 gradients.
 //
 // Inputs mix normal values with large ones (f16 overflow), tiny ones
@@ -384,6 +385,86 @@ void testRows(std::mt19937_64 &rng) {
       }, why);
     }
   check(ok, "transposes of 2, 4 and 8-byte elements " + why);
+
+  ok = true;
+  struct Broadcast {
+    std::vector<int64_t> in, out;
+  } broadcasts[] = {{{257}, {300, 257}},
+                    {{300, 1}, {300, 257}},
+                    {{32, 64, 1, 1}, {32, 64, 8, 8}},
+                    {{5, 1, 7}, {3, 5, 6, 7}}};
+  for (const Broadcast &b : broadcasts)
+    for (mpElementType t : {MP_F16, MP_F32, MP_F64}) {
+      Buffer in(t, b.in), out(t, b.out);
+      fill(in, rng);
+      mpTensor I = in.tensor();
+      ok &= sameBits(
+          {&out},
+          [&] {
+            mpTensor O = out.tensor();
+            return mpBroadcastTo(&I, &O);
+          },
+          why);
+    }
+  check(ok, "broadcasts of rows, columns and inner dimensions " + why);
+}
+
+//===----------------------------------------------------------------------===//
+// Batch norm
+//===----------------------------------------------------------------------===//
+
+void testBatchNorm(std::mt19937_64 &rng) {
+  std::string why;
+  bool ok = true;
+  // (n, c, h, w), NCHW and NHWC, channel counts that leave a partial block
+  // of 16.
+  for (std::vector<int64_t> d :
+       {std::vector<int64_t>{2, 3, 5, 7}, {8, 37, 9, 9}, {1, 1, 1, 3}})
+    for (int last = 0; last <= 1; ++last)
+      for (mpElementType t : kTypes) {
+        std::vector<int64_t> shape =
+            last ? std::vector<int64_t>{d[0], d[2], d[3], d[1]} : d;
+        std::vector<int64_t> ch = {d[1]};
+        Buffer x(t, shape), y(t, shape), dy(t, shape), dx(t, shape),
+            scale(MP_F32, ch), bias(MP_F32, ch), rm(MP_F32, ch), rv(MP_F32, ch),
+            mean(MP_F32, ch), rstd(MP_F32, ch), nrm(MP_F32, ch),
+            nrv(MP_F32, ch), ds(MP_F32, ch), db(MP_F32, ch);
+        for (Buffer *b : {&x, &dy, &scale, &bias, &rm})
+          fill(*b, rng, false);
+        for (int64_t i = 0; i < rv.count(); ++i)
+          rv.set(i, 0.5f + float(rng() % 100) / 50);
+        mpTensor X = x.tensor(), S = scale.tensor(), B = bias.tensor(),
+                 RM = rm.tensor(), RV = rv.tensor(), DY = dy.tensor();
+        ok &= sameBits(
+            {&y, &mean, &rstd, &nrm, &nrv},
+            [&] {
+              mpTensor Y = y.tensor(), M = mean.tensor(), R = rstd.tensor(),
+                       NM = nrm.tensor(), NV = nrv.tensor();
+              return mpBatchNorm(&X, &S, &B, &RM, &RV, &Y, &M, &R, &NM, &NV,
+                                 1e-5f, 0.1f, last, MP_F32);
+            },
+            why);
+        ok &= sameBits(
+            {&y},
+            [&] {
+              mpTensor Y = y.tensor();
+              return mpBatchNormInference(&X, &S, &B, &RM, &RV, &Y, 1e-5f, last,
+                                          MP_F32);
+            },
+            why);
+        mpTensor M = mean.tensor(), R = rstd.tensor();
+        ok &= sameBits(
+            {&dx, &ds, &db},
+            [&] {
+              mpTensor DX = dx.tensor(), DS = ds.tensor(), DB = db.tensor();
+              return mpBatchNormGrad(&DY, &X, &S, &M, &R, &DX, &DS, &DB, last,
+                                     MP_F32);
+            },
+            why);
+      }
+  check(ok, "batch norm (training, inference) and its gradient, NCHW and "
+            "NHWC " +
+                why);
 }
 
 //===----------------------------------------------------------------------===//
@@ -447,6 +528,7 @@ int main(int argc, char **argv) {
   testConversions(rng);
   testElementwise(rng);
   testRows(rng);
+  testBatchNorm(rng);
   testUpdates(rng);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

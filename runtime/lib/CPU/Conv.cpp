@@ -8,7 +8,8 @@
 // widened copies, the result rounded once; everything else (f64, f16 or
 // bf16 compute) runs here. Arithmetic goes through
 // Arith<T>, so a compute type of f16 or bf16 rounds every step as the GPU
-// kernels of that compute type would.
+// kernels of that compute type would. Batch norm with f32 compute has a
+// fast path (threads over channels, converted tiles) with the loops' bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,8 +18,11 @@
 #include "../Checks.h"
 #include "Compute.h"
 #include "Dnnl.h"
+#include "Tiles.h"
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -332,6 +336,92 @@ template <typename Body> void forChannel(const Act &act, int64_t c, Body body) {
         body(act.at(n, c, y, x));
 }
 
+//===----------------------------------------------------------------------===//
+// Batch norm fast paths: f32 compute on f32/f16/bf16 tensors. A block of
+// channels is gathered into f32 scratch, one contiguous run per channel in
+// forChannel's order (n, y, x), worked on with the reference expressions
+// in the reference order, and scattered back; threads take blocks of
+// channels, so every sum keeps its order and the bits are the reference's.
+//===----------------------------------------------------------------------===//
+
+/// Channels per block: one for NCHW (a channel is runs of h * w), 16 for
+/// NHWC (a row holds every channel, so neighbours are read together).
+int64_t channelBlock(const Act &act) { return act.channelsLast ? 16 : 1; }
+
+/// Channels [c0, c0 + cn) of `t` into scratch[k * count + j].
+void gatherChannels(const mpTensor *t, const Act &act, int64_t c0, int64_t cn,
+                    float *scratch) {
+  int64_t count = act.n * act.h * act.w, plane = act.h * act.w;
+  if (!act.channelsLast) {
+    for (int64_t k = 0; k < cn; ++k)
+      for (int64_t n = 0; n < act.n; ++n)
+        loadF32(t->data, t->elementType, act.at(n, c0 + k, 0, 0), plane,
+                scratch + k * count + n * plane);
+    return;
+  }
+  float row[16];
+  for (int64_t j = 0; j < count; ++j) {
+    loadF32(t->data, t->elementType, j * act.c + c0, cn, row);
+    for (int64_t k = 0; k < cn; ++k)
+      scratch[k * count + j] = row[k];
+  }
+}
+
+/// The inverse of gatherChannels.
+void scatterChannels(const float *scratch, const Act &act, int64_t c0,
+                     int64_t cn, mpTensor *t) {
+  int64_t count = act.n * act.h * act.w, plane = act.h * act.w;
+  if (!act.channelsLast) {
+    for (int64_t k = 0; k < cn; ++k)
+      for (int64_t n = 0; n < act.n; ++n)
+        storeF32(scratch + k * count + n * plane, plane, t->data,
+                 t->elementType, act.at(n, c0 + k, 0, 0));
+    return;
+  }
+  float row[16];
+  for (int64_t j = 0; j < count; ++j) {
+    for (int64_t k = 0; k < cn; ++k)
+      row[k] = scratch[k * count + j];
+    storeF32(row, cn, t->data, t->elementType, j * act.c + c0);
+  }
+}
+
+float scalarAt(const mpTensor *t, int64_t i) {
+  float v;
+  loadF32(t->data, t->elementType, i, 1, &v);
+  return v;
+}
+
+void setScalar(mpTensor *t, int64_t i, float v) {
+  storeF32(&v, 1, t->data, t->elementType, i);
+}
+
+bool batchNormFast(mpElementType compute,
+                   std::initializer_list<const mpTensor *> tensors) {
+  if (!libraryKernelsEnabled() || compute != MP_F32)
+    return false;
+  for (const mpTensor *t : tensors)
+    if (!isTileType(t->elementType))
+      return false;
+  return true;
+}
+
+/// Calls `body(c0, cn, scratch)` for every block of channels, blocks split
+/// across threads; `scratch` holds `buffers` runs of cn * count floats.
+template <typename Body>
+void forChannelBlocks(const Act &act, int buffers, Body body) {
+  int64_t count = act.n * act.h * act.w, block = channelBlock(act);
+  int64_t blocks = (act.c + block - 1) / block;
+  parallelFor(blocks, std::max<int64_t>(1, 16 * kTile / (count * block + 1)),
+              [&](int64_t begin, int64_t end) {
+                float *scratch = scratchRow(0, buffers * block * count);
+                for (int64_t b = begin; b < end; ++b) {
+                  int64_t c0 = b * block;
+                  body(c0, std::min(block, act.c - c0), scratch);
+                }
+              });
+}
+
 } // namespace
 
 extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
@@ -352,6 +442,40 @@ extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
       momentum > 1)
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t count = act.n * act.h * act.w;
+  if (batchNormFast(compute, {x, scale, bias, runningMean, runningVar, y, mean,
+                              rstd, newRunningMean, newRunningVar})) {
+    forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *v) {
+      gatherChannels(x, act, c0, cn, v);
+      for (int64_t k = 0; k < cn; ++k) {
+        int64_t c = c0 + k;
+        float *xs = v + k * count;
+        float sum = 0;
+        for (int64_t j = 0; j < count; ++j)
+          sum = sum + xs[j];
+        float mu = sum / float(count);
+        float sq = 0;
+        for (int64_t j = 0; j < count; ++j) {
+          float d = xs[j] - mu;
+          sq = sq + d * d;
+        }
+        float var = sq / float(count);
+        float r = 1.0f / std::sqrt(var + epsilon);
+        float g = scalarAt(scale, c), b = scalarAt(bias, c);
+        for (int64_t j = 0; j < count; ++j)
+          xs[j] = (xs[j] - mu) * r * g + b;
+        setScalar(mean, c, mu);
+        setScalar(rstd, c, r);
+        float unbiased = count > 1 ? sq / float(count - 1) : var;
+        float m = momentum, keep = 1.0f - momentum;
+        float oldMean = scalarAt(runningMean, c),
+              oldVar = scalarAt(runningVar, c);
+        setScalar(newRunningMean, c, keep * oldMean + m * mu);
+        setScalar(newRunningVar, c, keep * oldVar + m * unbiased);
+      }
+      scatterChannels(v, act, c0, cn, y);
+    });
+    return MP_OK;
+  }
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     for (int64_t c = 0; c < act.c; ++c) {
@@ -396,6 +520,23 @@ extern "C" mpStatus mpBatchNormInference(const mpTensor *x,
                       act) ||
       !isFloatType(compute) || !(epsilon > 0))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (batchNormFast(compute, {x, scale, bias, mean, variance, y})) {
+    int64_t count = act.n * act.h * act.w;
+    forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *v) {
+      gatherChannels(x, act, c0, cn, v);
+      for (int64_t k = 0; k < cn; ++k) {
+        int64_t c = c0 + k;
+        float mu = scalarAt(mean, c);
+        float r = 1.0f / std::sqrt(scalarAt(variance, c) + epsilon);
+        float g = scalarAt(scale, c), b = scalarAt(bias, c);
+        float *xs = v + k * count;
+        for (int64_t j = 0; j < count; ++j)
+          xs[j] = (xs[j] - mu) * r * g + b;
+      }
+      scatterChannels(v, act, c0, cn, y);
+    });
+    return MP_OK;
+  }
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     for (int64_t c = 0; c < act.c; ++c) {
@@ -424,6 +565,36 @@ extern "C" mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
       grad.h != act.h || grad.w != act.w || !isFloatType(compute))
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t count = act.n * act.h * act.w;
+  if (batchNormFast(compute, {dy, x, scale, mean, rstd, dx, dscale, dbias})) {
+    forChannelBlocks(act, 2, [&](int64_t c0, int64_t cn, float *v) {
+      float *xv = v, *dv = v + cn * count;
+      gatherChannels(x, act, c0, cn, xv);
+      gatherChannels(dy, act, c0, cn, dv);
+      for (int64_t k = 0; k < cn; ++k) {
+        int64_t c = c0 + k;
+        float mu = scalarAt(mean, c), r = scalarAt(rstd, c),
+              g = scalarAt(scale, c);
+        float *xs = xv + k * count, *ds = dv + k * count;
+        float sumDy = 0, sumDyXhat = 0;
+        for (int64_t j = 0; j < count; ++j) {
+          float xhat = (xs[j] - mu) * r;
+          sumDy = sumDy + ds[j];
+          sumDyXhat = sumDyXhat + ds[j] * xhat;
+        }
+        float meanDy = sumDy / float(count),
+              meanDyXhat = sumDyXhat / float(count);
+        float kk = g * r;
+        for (int64_t j = 0; j < count; ++j) {
+          float xhat = (xs[j] - mu) * r;
+          ds[j] = kk * ((ds[j] - meanDy) - xhat * meanDyXhat);
+        }
+        setScalar(dscale, c, sumDyXhat);
+        setScalar(dbias, c, sumDy);
+      }
+      scatterChannels(dv, act, c0, cn, dx);
+    });
+    return MP_OK;
+  }
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     for (int64_t c = 0; c < act.c; ++c) {

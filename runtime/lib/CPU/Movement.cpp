@@ -2,8 +2,8 @@
 //
 // Byte copies with index arithmetic: these ops move elements of any type
 // unchanged. gather_grad is the exception: it accumulates, in the compute
-// type. Transposes, with the fast kernels on, copy whole output rows with a
-// typed strided loop, rows split across threads.
+// type. Transposes and broadcasts, with the fast kernels on, copy whole
+// output rows with a typed strided loop, rows split across threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,8 +46,8 @@ void strides(const mpTensor *t, int64_t *s) {
   }
 }
 
-/// Copies `n` elements of `size` bytes from `src` (every `stride`
-/// elements) to consecutive `dst`.
+/// Copies `n` elements of type E from `src` (every `stride` elements; 0
+/// repeats one) to consecutive `dst`.
 template <typename E>
 void gatherRow(const void *src, int64_t stride, int64_t n, void *dst) {
   const E *s = static_cast<const E *>(src);
@@ -56,15 +56,17 @@ void gatherRow(const void *src, int64_t stride, int64_t n, void *dst) {
     d[k] = s[k * stride];
 }
 
-bool fastTranspose(const mpTensor *in, mpTensor *out,
-                   const int64_t *permutation, const int64_t *is) {
+/// Copies `in` to `out` where output dimension d steps `from[d]` elements
+/// of `in` (0 where it broadcasts): rows of the output, each a typed
+/// strided loop (a memcpy when contiguous), rows split across threads.
+bool fastStridedCopy(const mpTensor *in, mpTensor *out, const int64_t *from) {
   size_t size = mpElementSize(in->elementType);
   int32_t rank = out->rank;
-  if (!libraryKernelsEnabled() || rank == 0 ||
+  if (!libraryKernelsEnabled() || rank == 0 || in->data == out->data ||
       (size != 1 && size != 2 && size != 4 && size != 8))
     return false;
   int64_t len = out->shape[rank - 1];
-  int64_t stride = is[permutation[rank - 1]];
+  int64_t stride = from[rank - 1];
   int64_t rows = len ? mpNumElements(out) / len : 0;
   const char *src = static_cast<const char *>(in->data);
   char *dst = static_cast<char *>(out->data);
@@ -73,21 +75,21 @@ bool fastTranspose(const mpTensor *in, mpTensor *out,
                 for (int64_t r = begin; r < end; ++r) {
                   int64_t rest = r, at = 0;
                   for (int32_t d = rank - 2; d >= 0; --d) {
-                    at += (rest % out->shape[d]) * is[permutation[d]];
+                    at += (rest % out->shape[d]) * from[d];
                     rest /= out->shape[d];
                   }
-                  const char *from = src + at * size;
+                  const char *row = src + at * size;
                   char *to = dst + r * len * size;
                   if (stride == 1)
-                    std::memcpy(to, from, len * size);
+                    std::memcpy(to, row, len * size);
                   else if (size == 2)
-                    gatherRow<uint16_t>(from, stride, len, to);
+                    gatherRow<uint16_t>(row, stride, len, to);
                   else if (size == 4)
-                    gatherRow<uint32_t>(from, stride, len, to);
+                    gatherRow<uint32_t>(row, stride, len, to);
                   else if (size == 8)
-                    gatherRow<uint64_t>(from, stride, len, to);
+                    gatherRow<uint64_t>(row, stride, len, to);
                   else
-                    gatherRow<uint8_t>(from, stride, len, to);
+                    gatherRow<uint8_t>(row, stride, len, to);
                 }
               });
   return true;
@@ -158,7 +160,10 @@ extern "C" mpStatus mpTranspose(const mpTensor *in, mpTensor *out,
   }
   int64_t is[MP_MAX_RANK];
   strides(in, is);
-  if (in->data != out->data && fastTranspose(in, out, permutation, is))
+  int64_t from[MP_MAX_RANK];
+  for (int32_t d = 0; d < in->rank; ++d)
+    from[d] = is[permutation[d]];
+  if (fastStridedCopy(in, out, from))
     return MP_OK;
   size_t size = mpElementSize(in->elementType);
   for (int64_t i = 0, n = mpNumElements(out); i < n; ++i) {
@@ -196,6 +201,8 @@ extern "C" mpStatus mpBroadcastTo(const mpTensor *in, mpTensor *out) {
       return MP_ERROR_INVALID_ARGUMENT;
     step[d] = d >= off && isz != 1 ? is[d - off] : 0;
   }
+  if (fastStridedCopy(in, out, step))
+    return MP_OK;
   size_t size = mpElementSize(in->elementType);
   for (int64_t i = 0, n = mpNumElements(out); i < n; ++i) {
     int64_t rest = i, src = 0;
