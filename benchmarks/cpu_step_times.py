@@ -23,6 +23,7 @@ to mp FP32's median in the same run (ratios below 1 are faster than mp
 FP32). Timings depend on the machine: compare only within one run.
 
 usage: benchmarks/cpu_step_times.py [--build build] [--steps 12]
+                                    [--example-steps 300]
                                     [--models mlp,transformer,examples]
                                     [--no-jax] [--quick]
 """
@@ -128,6 +129,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--steps", type=int, default=12)
+    # The examples take a millisecond a step, where thread wake-ups make
+    # single steps noisy: they run longer.
+    p.add_argument("--example-steps", type=int, default=300)
     p.add_argument("--models", default="mlp,transformer,examples")
     p.add_argument("--no-jax", action="store_true")
     p.add_argument("--quick", action="store_true")
@@ -159,8 +163,9 @@ def main():
                 models = [(label, path, (name, sizes))]
             for label, path, jax_model in models:
                 base = None
+                steps = a.steps if jax_model else a.example_steps
                 for amp in ["off", "bf16", "f16"]:
-                    ms, share = run_mp(runner, path, amp, a.steps, tmp)
+                    ms, share = run_mp(runner, path, amp, steps, tmp)
                     lo, med = summarise(ms)
                     base = base or med
                     rows.append((label, "mp " + ("FP32" if amp == "off"
@@ -187,7 +192,7 @@ def main():
             print("| %s | %s | - | - | - | not run: %s |" % (label, variant,
                                                              note))
         else:
-            print("| %s | %s | %.1f | %.1f | %.2f | %s |" % (
+            print("| %s | %s | %.3g | %.3g | %.2f | %s |" % (
                 label, variant, lo, med, ratio, note))
 
 

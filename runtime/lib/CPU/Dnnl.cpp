@@ -7,12 +7,12 @@
 // transposes are strides; no reorders).
 //
 // Matmuls: bf16 and f32 operands come here. benchmarks/gemm_cpu.cpp
-// measured oneDNN's bf16 matmul (AVX512_BF16 dot products) at about 2.2x
-// OpenBLAS's sgemm at the benchmark shapes, and its f32 matmul at 1.04x to
-// 1.1x. f32 GEMMs run on oneDNN too so that every kernel shares libgomp's
-// threads: Debian's default OpenBLAS has a pthread pool of its own, whose
-// threads spin (sched_yield) against the OpenMP ones on a small machine.
-// OpenBLAS's own bf16 GEMM, cblas_sbgemm, is not exported by Debian's
+// measured oneDNN's bf16 matmul (AVX512_BF16 dot products) at 2.0x to 2.8x
+// OpenBLAS's sgemm at the benchmark shapes, and its f32 matmul at 1.02x to
+// 1.4x (benchmarks/README.md). f32 GEMMs run on oneDNN too so that every kernel
+// shares libgomp's threads: Debian's default OpenBLAS has a pthread pool of its
+// own, whose threads spin (sched_yield) against the OpenMP ones on a small
+// machine. OpenBLAS's own bf16 GEMM, cblas_sbgemm, is not exported by Debian's
 // build; OpenBLAS keeps f64.
 //
 //===----------------------------------------------------------------------===//
