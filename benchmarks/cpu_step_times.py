@@ -79,6 +79,9 @@ def run_mp(runner, model, amp, steps, tmp):
     """Step times (warm-up step dropped) and matmul share of kernel time."""
     summary = os.path.join(tmp, "summary.json")
     profile = os.path.join(tmp, "profile.json")
+    for stale in (summary, profile):
+        if os.path.exists(stale):
+            os.remove(stale)
     env = dict(os.environ, MP_PROFILE_KERNELS=profile)
     cmd = [runner, model, "--backend=cpu", "--amp=" + amp,
            "--steps", str(steps + 1), "--no-progress", "--eval-samples", "1",
@@ -88,6 +91,8 @@ def run_mp(runner, model, amp, steps, tmp):
         sys.exit("mp-runner failed: %s\n%s" % (" ".join(cmd), out.stderr))
     with open(summary) as f:
         ms = json.load(f)["runs"][0]["step_ms"][1:]
+    if not os.path.exists(profile):
+        sys.exit("mp-runner wrote no kernel profile: %s" % out.stderr)
     with open(profile) as f:
         entries = json.load(f)["entries"]
     total = sum(e["seconds"] for e in entries.values())

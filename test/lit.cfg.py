@@ -59,9 +59,12 @@ if os.path.exists(os.path.join(config.mp_obj_root, "lib", "MPPlugin.so")):
 # instructions, so --amp=auto picks bf16 there.
 import subprocess
 try:
+    # In the tests' environment, not lit's: MP_REFERENCE_KERNELS or
+    # MP_CPU_ISA in lit's would change the answer the tests do not see.
     device_info = subprocess.run(
         [os.path.join(config.mp_tools_dir, "mp-runner"), "--device-info"],
-        capture_output=True, text=True, timeout=120).stdout
+        capture_output=True, text=True, timeout=120,
+        env=config.environment).stdout
 except (OSError, subprocess.SubprocessError):
     device_info = ""
 if "--amp=auto on the CPU: bf16" in device_info:

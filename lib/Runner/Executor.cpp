@@ -132,12 +132,16 @@ std::pair<std::string, std::string> runner::defaultAmp(Backend backend) {
                         (cpu.amx ? "AMX" : "AVX512_BF16") +
                         " instructions (oneDNN)"};
   const char *why =
-      cpu.fastKernels
-          ? "FP32: this CPU has no bf16 matmul instructions (AVX512_BF16 or "
-            "AMX), so f16 and bf16 would multiply in f32 after a "
+      !cpu.fastKernels
+          ? "FP32: the reference kernels (MP_REFERENCE_KERNELS) multiply f16 "
+            "and bf16 in f32 after a conversion, slower than FP32"
+      : cpu.avx512bf16 || cpu.amx
+          ? "FP32: this build has no oneDNN, which the CPU backend's bf16 "
+            "matmuls need, so f16 and bf16 would multiply in f32 after a "
             "conversion, slower than FP32"
-          : "FP32: the reference kernels (MP_REFERENCE_KERNELS) multiply f16 "
-            "and bf16 in f32 after a conversion, slower than FP32";
+          : "FP32: this CPU has no bf16 matmul instructions (AVX512_BF16 or "
+            "AMX), so f16 and bf16 would multiply in f32 after a "
+            "conversion, slower than FP32";
   return {"off", std::string(why) + "; ask for --amp=bf16 or --amp=f16 to "
                                     "train in mixed precision anyway"};
 }
@@ -184,9 +188,9 @@ void runner::describeDevices(llvm::raw_ostream &os) {
                       "f16 widened to f32"
                     : "f32, with f16/bf16 widened to f32")
      << "\n  conversions: "
-     << (f.avx512 ? "AVX-512"
-         : f.f16c ? "F16C (f16), scalar (bf16)"
-                  : "scalar")
+     << (f.avx512           ? "AVX-512"
+         : f.f16c && f.avx2 ? "F16C (f16), scalar (bf16)"
+                            : "scalar")
      << (f.fastKernels ? "" : " (reference kernels: MP_REFERENCE_KERNELS)")
      << "\n";
   auto [cpuAmp, cpuWhy] = defaultAmp(Backend::CPU);

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
 
 std::string pendingError;
@@ -74,7 +76,9 @@ struct Profile {
   ~Profile() {
     if (path.empty())
       return;
-    std::string tmp = path + ".tmp";
+    // The temporary is per process: runs sharing one profile path must
+    // not write into each other's.
+    std::string tmp = path + ".tmp" + std::to_string(getpid());
     FILE *f = std::fopen(tmp.c_str(), "w");
     bool ok = f != nullptr;
     if (f) {

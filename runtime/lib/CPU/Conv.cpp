@@ -9,7 +9,8 @@
 // bf16 compute) runs here. Arithmetic goes through
 // Arith<T>, so a compute type of f16 or bf16 rounds every step as the GPU
 // kernels of that compute type would. Batch norm with f32 compute has a
-// fast path (threads over channels, converted tiles) with the loops' bits.
+// fast path (threads over channels, vector conversions) with the loops'
+// bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -337,52 +338,44 @@ template <typename Body> void forChannel(const Act &act, int64_t c, Body body) {
 }
 
 //===----------------------------------------------------------------------===//
-// Batch norm fast paths: f32 compute on f32/f16/bf16 tensors. A block of
-// channels is gathered into f32 scratch, one contiguous run per channel in
-// forChannel's order (n, y, x), worked on with the reference expressions
-// in the reference order, and scattered back; threads take blocks of
-// channels, so every sum keeps its order and the bits are the reference's.
+// Batch norm fast paths: f32 compute on f32/f16/bf16 tensors, threads over
+// blocks of channels, each channel's sums in forChannel's order (n, y, x),
+// so the bits are the loops'. NCHW gathers a channel (n runs of h * w) into
+// f32 scratch once and works on it; NHWC, where a channel is strided,
+// streams rows of up to 16 channels, one pass per statistic as the loops
+// do, with no scratch.
 //===----------------------------------------------------------------------===//
 
-/// Channels per block: one for NCHW (a channel is runs of h * w), 16 for
-/// NHWC (a row holds every channel, so neighbours are read together).
-int64_t channelBlock(const Act &act) { return act.channelsLast ? 16 : 1; }
+constexpr int64_t kChannelBlock = 16;
 
-/// Channels [c0, c0 + cn) of `t` into scratch[k * count + j].
-void gatherChannels(const mpTensor *t, const Act &act, int64_t c0, int64_t cn,
-                    float *scratch) {
-  int64_t count = act.n * act.h * act.w, plane = act.h * act.w;
-  if (!act.channelsLast) {
-    for (int64_t k = 0; k < cn; ++k)
-      for (int64_t n = 0; n < act.n; ++n)
-        loadF32(t->data, t->elementType, act.at(n, c0 + k, 0, 0), plane,
-                scratch + k * count + n * plane);
-    return;
-  }
-  float row[16];
-  for (int64_t j = 0; j < count; ++j) {
-    loadF32(t->data, t->elementType, j * act.c + c0, cn, row);
-    for (int64_t k = 0; k < cn; ++k)
-      scratch[k * count + j] = row[k];
-  }
+/// One NCHW channel of `t` into `v` (n * h * w floats, in order), and back.
+void gatherChannel(const mpTensor *t, const Act &act, int64_t c, float *v) {
+  int64_t plane = act.h * act.w;
+  for (int64_t n = 0; n < act.n; ++n)
+    loadF32(t->data, t->elementType, act.at(n, c, 0, 0), plane, v + n * plane);
 }
 
-/// The inverse of gatherChannels.
-void scatterChannels(const float *scratch, const Act &act, int64_t c0,
-                     int64_t cn, mpTensor *t) {
-  int64_t count = act.n * act.h * act.w, plane = act.h * act.w;
-  if (!act.channelsLast) {
-    for (int64_t k = 0; k < cn; ++k)
-      for (int64_t n = 0; n < act.n; ++n)
-        storeF32(scratch + k * count + n * plane, plane, t->data,
-                 t->elementType, act.at(n, c0 + k, 0, 0));
-    return;
-  }
-  float row[16];
-  for (int64_t j = 0; j < count; ++j) {
-    for (int64_t k = 0; k < cn; ++k)
-      row[k] = scratch[k * count + j];
-    storeF32(row, cn, t->data, t->elementType, j * act.c + c0);
+void scatterChannel(const float *v, const Act &act, int64_t c, mpTensor *t) {
+  int64_t plane = act.h * act.w;
+  for (int64_t n = 0; n < act.n; ++n)
+    storeF32(v + n * plane, plane, t->data, t->elementType, act.at(n, c, 0, 0));
+}
+
+/// Calls `fn(a, b)` for every NHWC position in order, with channels
+/// [c0, c0 + cn) of `ta` (and `tb` when given) there converted to f32; with
+/// `out`, stores `a` (which fn may overwrite) there afterwards.
+template <typename Fn>
+void rowPass(const Act &act, int64_t c0, int64_t cn, const mpTensor *ta,
+             const mpTensor *tb, mpTensor *out, Fn fn) {
+  float a[kChannelBlock], b[kChannelBlock];
+  for (int64_t j = 0, count = act.n * act.h * act.w; j < count; ++j) {
+    int64_t at = j * act.c + c0;
+    loadF32(ta->data, ta->elementType, at, cn, a);
+    if (tb)
+      loadF32(tb->data, tb->elementType, at, cn, b);
+    fn(a, b);
+    if (out)
+      storeF32(a, cn, out->data, out->elementType, at);
   }
 }
 
@@ -406,20 +399,39 @@ bool batchNormFast(mpElementType compute,
   return true;
 }
 
-/// Calls `body(c0, cn, scratch)` for every block of channels, blocks split
-/// across threads; `scratch` holds `buffers` runs of cn * count floats.
+/// Calls `body(c0, cn, scratch)` for every block of channels (one channel
+/// for NCHW, up to 16 for NHWC), blocks split across threads; for NCHW,
+/// `scratch` holds `buffers` channels of f32, owned by the call.
 template <typename Body>
 void forChannelBlocks(const Act &act, int buffers, Body body) {
-  int64_t count = act.n * act.h * act.w, block = channelBlock(act);
+  int64_t count = act.n * act.h * act.w;
+  int64_t block = act.channelsLast ? kChannelBlock : 1;
   int64_t blocks = (act.c + block - 1) / block;
   parallelFor(blocks, std::max<int64_t>(1, 16 * kTile / (count * block + 1)),
               [&](int64_t begin, int64_t end) {
-                float *scratch = scratchRow(0, buffers * block * count);
+                std::vector<float> scratch(
+                    act.channelsLast ? 0 : size_t(buffers * count));
                 for (int64_t b = begin; b < end; ++b) {
                   int64_t c0 = b * block;
-                  body(c0, std::min(block, act.c - c0), scratch);
+                  body(c0, std::min(block, act.c - c0), scratch.data());
                 }
               });
+}
+
+/// The running statistics' update and the saved ones of channel c.
+void finishChannel(mpTensor *mean, mpTensor *rstd, const mpTensor *runningMean,
+                   const mpTensor *runningVar, mpTensor *newRunningMean,
+                   mpTensor *newRunningVar, int64_t c, float mu, float r,
+                   float sq, float var, int64_t count, float momentum) {
+  setScalar(mean, c, mu);
+  setScalar(rstd, c, r);
+  float unbiased = count > 1 ? sq / float(count - 1) : var;
+  float m = momentum, keep = 1.0f - momentum;
+  // Read the old running statistics before writing: the new ones may be
+  // the same buffers.
+  float oldMean = scalarAt(runningMean, c), oldVar = scalarAt(runningVar, c);
+  setScalar(newRunningMean, c, keep * oldMean + m * mu);
+  setScalar(newRunningVar, c, keep * oldVar + m * unbiased);
 }
 
 } // namespace
@@ -444,11 +456,9 @@ extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
   int64_t count = act.n * act.h * act.w;
   if (batchNormFast(compute, {x, scale, bias, runningMean, runningVar, y, mean,
                               rstd, newRunningMean, newRunningVar})) {
-    forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *v) {
-      gatherChannels(x, act, c0, cn, v);
-      for (int64_t k = 0; k < cn; ++k) {
-        int64_t c = c0 + k;
-        float *xs = v + k * count;
+    forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *xs) {
+      if (!act.channelsLast) {
+        gatherChannel(x, act, c0, xs);
         float sum = 0;
         for (int64_t j = 0; j < count; ++j)
           sum = sum + xs[j];
@@ -460,19 +470,42 @@ extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
         }
         float var = sq / float(count);
         float r = 1.0f / std::sqrt(var + epsilon);
-        float g = scalarAt(scale, c), b = scalarAt(bias, c);
+        float g = scalarAt(scale, c0), b = scalarAt(bias, c0);
         for (int64_t j = 0; j < count; ++j)
           xs[j] = (xs[j] - mu) * r * g + b;
-        setScalar(mean, c, mu);
-        setScalar(rstd, c, r);
-        float unbiased = count > 1 ? sq / float(count - 1) : var;
-        float m = momentum, keep = 1.0f - momentum;
-        float oldMean = scalarAt(runningMean, c),
-              oldVar = scalarAt(runningVar, c);
-        setScalar(newRunningMean, c, keep * oldMean + m * mu);
-        setScalar(newRunningVar, c, keep * oldVar + m * unbiased);
+        scatterChannel(xs, act, c0, y);
+        finishChannel(mean, rstd, runningMean, runningVar, newRunningMean,
+                      newRunningVar, c0, mu, r, sq, var, count, momentum);
+        return;
       }
-      scatterChannels(v, act, c0, cn, y);
+      float sum[kChannelBlock] = {}, sq[kChannelBlock] = {};
+      float mu[kChannelBlock], r[kChannelBlock], g[kChannelBlock],
+          b[kChannelBlock];
+      rowPass(act, c0, cn, x, nullptr, nullptr, [&](float *v, float *) {
+        for (int64_t k = 0; k < cn; ++k)
+          sum[k] = sum[k] + v[k];
+      });
+      for (int64_t k = 0; k < cn; ++k)
+        mu[k] = sum[k] / float(count);
+      rowPass(act, c0, cn, x, nullptr, nullptr, [&](float *v, float *) {
+        for (int64_t k = 0; k < cn; ++k) {
+          float d = v[k] - mu[k];
+          sq[k] = sq[k] + d * d;
+        }
+      });
+      for (int64_t k = 0; k < cn; ++k) {
+        float var = sq[k] / float(count);
+        r[k] = 1.0f / std::sqrt(var + epsilon);
+        g[k] = scalarAt(scale, c0 + k);
+        b[k] = scalarAt(bias, c0 + k);
+        finishChannel(mean, rstd, runningMean, runningVar, newRunningMean,
+                      newRunningVar, c0 + k, mu[k], r[k], sq[k], var, count,
+                      momentum);
+      }
+      rowPass(act, c0, cn, x, nullptr, y, [&](float *v, float *) {
+        for (int64_t k = 0; k < cn; ++k)
+          v[k] = (v[k] - mu[k]) * r[k] * g[k] + b[k];
+      });
     });
     return MP_OK;
   }
@@ -521,19 +554,27 @@ extern "C" mpStatus mpBatchNormInference(const mpTensor *x,
       !isFloatType(compute) || !(epsilon > 0))
     return MP_ERROR_INVALID_ARGUMENT;
   if (batchNormFast(compute, {x, scale, bias, mean, variance, y})) {
-    int64_t count = act.n * act.h * act.w;
-    forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *v) {
-      gatherChannels(x, act, c0, cn, v);
+    forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *xs) {
+      float mu[kChannelBlock], r[kChannelBlock], g[kChannelBlock],
+          b[kChannelBlock];
       for (int64_t k = 0; k < cn; ++k) {
         int64_t c = c0 + k;
-        float mu = scalarAt(mean, c);
-        float r = 1.0f / std::sqrt(scalarAt(variance, c) + epsilon);
-        float g = scalarAt(scale, c), b = scalarAt(bias, c);
-        float *xs = v + k * count;
-        for (int64_t j = 0; j < count; ++j)
-          xs[j] = (xs[j] - mu) * r * g + b;
+        mu[k] = scalarAt(mean, c);
+        r[k] = 1.0f / std::sqrt(scalarAt(variance, c) + epsilon);
+        g[k] = scalarAt(scale, c);
+        b[k] = scalarAt(bias, c);
       }
-      scatterChannels(v, act, c0, cn, y);
+      if (!act.channelsLast) {
+        gatherChannel(x, act, c0, xs);
+        for (int64_t j = 0, count = act.n * act.h * act.w; j < count; ++j)
+          xs[j] = (xs[j] - mu[0]) * r[0] * g[0] + b[0];
+        scatterChannel(xs, act, c0, y);
+        return;
+      }
+      rowPass(act, c0, cn, x, nullptr, y, [&](float *v, float *) {
+        for (int64_t k = 0; k < cn; ++k)
+          v[k] = (v[k] - mu[k]) * r[k] * g[k] + b[k];
+      });
     });
     return MP_OK;
   }
@@ -566,32 +607,54 @@ extern "C" mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t count = act.n * act.h * act.w;
   if (batchNormFast(compute, {dy, x, scale, mean, rstd, dx, dscale, dbias})) {
-    forChannelBlocks(act, 2, [&](int64_t c0, int64_t cn, float *v) {
-      float *xv = v, *dv = v + cn * count;
-      gatherChannels(x, act, c0, cn, xv);
-      gatherChannels(dy, act, c0, cn, dv);
+    forChannelBlocks(act, 2, [&](int64_t c0, int64_t cn, float *scratch) {
+      float mu[kChannelBlock], r[kChannelBlock], kk[kChannelBlock];
+      float sumDy[kChannelBlock] = {}, sumDyXhat[kChannelBlock] = {};
       for (int64_t k = 0; k < cn; ++k) {
-        int64_t c = c0 + k;
-        float mu = scalarAt(mean, c), r = scalarAt(rstd, c),
-              g = scalarAt(scale, c);
-        float *xs = xv + k * count, *ds = dv + k * count;
-        float sumDy = 0, sumDyXhat = 0;
-        for (int64_t j = 0; j < count; ++j) {
-          float xhat = (xs[j] - mu) * r;
-          sumDy = sumDy + ds[j];
-          sumDyXhat = sumDyXhat + ds[j] * xhat;
-        }
-        float meanDy = sumDy / float(count),
-              meanDyXhat = sumDyXhat / float(count);
-        float kk = g * r;
-        for (int64_t j = 0; j < count; ++j) {
-          float xhat = (xs[j] - mu) * r;
-          ds[j] = kk * ((ds[j] - meanDy) - xhat * meanDyXhat);
-        }
-        setScalar(dscale, c, sumDyXhat);
-        setScalar(dbias, c, sumDy);
+        mu[k] = scalarAt(mean, c0 + k);
+        r[k] = scalarAt(rstd, c0 + k);
+        kk[k] = scalarAt(scale, c0 + k) * r[k];
       }
-      scatterChannels(dv, act, c0, cn, dx);
+      if (!act.channelsLast) {
+        float *xs = scratch, *ds = scratch + count;
+        gatherChannel(x, act, c0, xs);
+        gatherChannel(dy, act, c0, ds);
+        float sd = 0, sdx = 0;
+        for (int64_t j = 0; j < count; ++j) {
+          float xhat = (xs[j] - mu[0]) * r[0];
+          sd = sd + ds[j];
+          sdx = sdx + ds[j] * xhat;
+        }
+        float meanDy = sd / float(count), meanDyXhat = sdx / float(count);
+        for (int64_t j = 0; j < count; ++j) {
+          float xhat = (xs[j] - mu[0]) * r[0];
+          ds[j] = kk[0] * ((ds[j] - meanDy) - xhat * meanDyXhat);
+        }
+        scatterChannel(ds, act, c0, dx);
+        setScalar(dscale, c0, sdx);
+        setScalar(dbias, c0, sd);
+        return;
+      }
+      rowPass(act, c0, cn, dy, x, nullptr, [&](float *d, float *v) {
+        for (int64_t k = 0; k < cn; ++k) {
+          float xhat = (v[k] - mu[k]) * r[k];
+          sumDy[k] = sumDy[k] + d[k];
+          sumDyXhat[k] = sumDyXhat[k] + d[k] * xhat;
+        }
+      });
+      float meanDy[kChannelBlock], meanDyXhat[kChannelBlock];
+      for (int64_t k = 0; k < cn; ++k) {
+        meanDy[k] = sumDy[k] / float(count);
+        meanDyXhat[k] = sumDyXhat[k] / float(count);
+        setScalar(dscale, c0 + k, sumDyXhat[k]);
+        setScalar(dbias, c0 + k, sumDy[k]);
+      }
+      rowPass(act, c0, cn, dy, x, dx, [&](float *d, float *v) {
+        for (int64_t k = 0; k < cn; ++k) {
+          float xhat = (v[k] - mu[k]) * r[k];
+          d[k] = kk[k] * ((d[k] - meanDy[k]) - xhat * meanDyXhat[k]);
+        }
+      });
     });
     return MP_OK;
   }

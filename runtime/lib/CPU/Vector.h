@@ -8,8 +8,11 @@
 // conversions are bit-identical to the scalar mpF32ToF16 / mpF32ToBF16 (round
 // to nearest even, subnormals kept, NaNs quieted with their payload), so a
 // fast path gives exactly the reference loop's result when it evaluates the
-// same expression in the same order. The instruction set is chosen once, at
-// run time, from what the CPU reports (cpuFeatures()).
+// same expression in the same order. One exception: a signalling NaN read
+// by a kernel that only moves or negates it stays signalling on a fast path,
+// where the reference loops quiet it by widening to double; arithmetic
+// quiets it on both. The instruction set is chosen once, at run time, from
+// what the CPU reports (cpuFeatures()).
 //
 //===----------------------------------------------------------------------===//
 
