@@ -389,16 +389,6 @@ void setScalar(mpTensor *t, int64_t i, float v) {
   storeF32(&v, 1, t->data, t->elementType, i);
 }
 
-bool batchNormFast(mpElementType compute,
-                   std::initializer_list<const mpTensor *> tensors) {
-  if (!libraryKernelsEnabled() || compute != MP_F32)
-    return false;
-  for (const mpTensor *t : tensors)
-    if (!isTileType(t->elementType))
-      return false;
-  return true;
-}
-
 /// Calls `body(c0, cn, scratch)` for every block of channels (one channel
 /// for NCHW, up to 16 for NHWC), blocks split across threads; for NCHW,
 /// `scratch` holds `buffers` channels of f32, owned by the call.
@@ -454,7 +444,7 @@ extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
       momentum > 1)
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t count = act.n * act.h * act.w;
-  if (batchNormFast(compute, {x, scale, bias, runningMean, runningVar, y, mean,
+  if (f32FastPath(compute, {x, scale, bias, runningMean, runningVar, y, mean,
                               rstd, newRunningMean, newRunningVar})) {
     forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *xs) {
       if (!act.channelsLast) {
@@ -553,7 +543,7 @@ extern "C" mpStatus mpBatchNormInference(const mpTensor *x,
                       act) ||
       !isFloatType(compute) || !(epsilon > 0))
     return MP_ERROR_INVALID_ARGUMENT;
-  if (batchNormFast(compute, {x, scale, bias, mean, variance, y})) {
+  if (f32FastPath(compute, {x, scale, bias, mean, variance, y})) {
     forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *xs) {
       float mu[kChannelBlock], r[kChannelBlock], g[kChannelBlock],
           b[kChannelBlock];
@@ -606,7 +596,7 @@ extern "C" mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
       grad.h != act.h || grad.w != act.w || !isFloatType(compute))
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t count = act.n * act.h * act.w;
-  if (batchNormFast(compute, {dy, x, scale, mean, rstd, dx, dscale, dbias})) {
+  if (f32FastPath(compute, {dy, x, scale, mean, rstd, dx, dscale, dbias})) {
     forChannelBlocks(act, 2, [&](int64_t c0, int64_t cn, float *scratch) {
       float mu[kChannelBlock], r[kChannelBlock], kk[kChannelBlock];
       float sumDy[kChannelBlock] = {}, sumDyXhat[kChannelBlock] = {};

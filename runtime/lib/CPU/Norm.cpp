@@ -32,16 +32,6 @@ bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
 
-bool fastTypes(mpElementType compute,
-               std::initializer_list<const mpTensor *> tensors) {
-  if (!libraryKernelsEnabled() || compute != MP_F32)
-    return false;
-  for (const mpTensor *t : tensors)
-    if (!isTileType(t->elementType))
-      return false;
-  return true;
-}
-
 int64_t rowGrain(int64_t cols) {
   return std::max<int64_t>(1, 4 * kTile / (cols + 1));
 }
@@ -50,7 +40,7 @@ bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
                    const mpTensor *bias, mpTensor *y, mpTensor *mean,
                    mpTensor *rstd, int64_t rows, int64_t cols, float epsilon,
                    mpElementType compute) {
-  if (!fastTypes(compute, {x, scale, bias, y, mean, rstd}))
+  if (!f32FastPath(compute, {x, scale, bias, y, mean, rstd}))
     return false;
   std::vector<float> sc(cols), bi(cols);
   loadF32(scale->data, scale->elementType, 0, cols, sc.data());
@@ -87,7 +77,7 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
                        const mpTensor *rstd, mpTensor *dx, mpTensor *dscale,
                        mpTensor *dbias, int64_t rows, int64_t cols,
                        mpElementType compute) {
-  if (!fastTypes(compute, {dy, x, scale, mean, rstd, dx, dscale, dbias}))
+  if (!f32FastPath(compute, {dy, x, scale, mean, rstd, dx, dscale, dbias}))
     return false;
   std::vector<float> sc(cols), mus(rows), rss(rows);
   loadF32(scale->data, scale->elementType, 0, cols, sc.data());

@@ -15,6 +15,7 @@
 #include "Parallel.h"
 #include "Vector.h"
 
+#include <initializer_list>
 #include <vector>
 
 namespace mp::rt {
@@ -90,6 +91,18 @@ inline float *scratchRow(int slot, int64_t n) {
   if (int64_t(rows[slot].size()) < n)
     rows[slot].resize(n);
   return rows[slot].data();
+}
+
+/// Whether a kernel computing in f32 may take its fast path on `tensors`:
+/// the fast kernels are on and every tensor is f32, f16 or bf16.
+inline bool f32FastPath(mpElementType compute,
+                        std::initializer_list<const mpTensor *> tensors) {
+  if (!libraryKernelsEnabled() || compute != MP_F32)
+    return false;
+  for (const mpTensor *t : tensors)
+    if (!isTileType(t->elementType))
+      return false;
+  return true;
 }
 
 /// Whether `compute` rounds values of type `t` (it is f16 or bf16 and not t).
