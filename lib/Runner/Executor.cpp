@@ -189,7 +189,8 @@ void runner::describeDevices(llvm::raw_ostream &os) {
                     : "f32, with f16/bf16 widened to f32")
      << "\n  conversions: "
      << (f.avx512           ? "AVX-512"
-         : f.f16c && f.avx2 ? "F16C (f16), scalar (bf16)"
+         : f.avx2 && f.f16c ? "AVX2 and F16C"
+         : f.avx2           ? "AVX2 (bf16), scalar (f16)"
                             : "scalar")
      << (f.fastKernels ? "" : " (reference kernels: MP_REFERENCE_KERNELS)")
      << "\n";

@@ -88,6 +88,17 @@ struct Cached {
 std::mutex cacheMutex;
 std::map<Key, Cached> cache;
 
+/// Whether oneDNN chose a real kernel for `pd`: on a CPU without the
+/// instructions (bf16 before AVX512_BF16, say) it may fall back to its
+/// reference loops, slower than the runtime's own f32 paths, which the
+/// callers then take instead.
+bool optimisedImpl(const_dnnl_primitive_desc_t pd) {
+  const char *impl = nullptr;
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) ==
+             dnnl_success &&
+         impl && std::strncmp(impl, "ref", 3) != 0;
+}
+
 /// Runs `c` on the caller's buffers, bound to the arguments `args` in the
 /// order src, weights, dst.
 bool execute(const Cached &c, std::array<int, 3> args,
@@ -180,7 +191,7 @@ Cached create(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
       status = dnnl_primitive_desc_create(&pd, &desc, nullptr, e.engine,
                                           forwardPd);
   }
-  if (status == dnnl_success && pd)
+  if (status == dnnl_success && pd && optimisedImpl(pd))
     if (dnnl_primitive_create(&c.primitive, pd) != dnnl_success)
       c.primitive = nullptr;
   if (pd)
@@ -278,7 +289,8 @@ bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                                 &created.dst) == dnnl_success &&
           dnnl_primitive_desc_create(&pd, &desc, nullptr, engine().engine,
                                      nullptr) == dnnl_success) {
-        if (dnnl_primitive_create(&created.primitive, pd) != dnnl_success)
+        if (!optimisedImpl(pd) ||
+            dnnl_primitive_create(&created.primitive, pd) != dnnl_success)
           created.primitive = nullptr;
       }
       if (pd)

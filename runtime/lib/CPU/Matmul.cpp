@@ -161,9 +161,11 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
       !isTileType(out->elementType) || (lc != 1 && lc != b.count) ||
       (rc != 1 && rc != b.count))
     return false;
-  if (lhs->elementType == MP_BF16 && out->elementType != MP_F16)
-    return dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1,
-                      rc == 1);
+  // bf16 directly where oneDNN has bf16 kernels for this CPU; otherwise
+  // (and for f16) an f32 matmul of exactly widened operands.
+  if (lhs->elementType == MP_BF16 && out->elementType != MP_F16 &&
+      dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1, rc == 1))
+    return true;
   std::vector<float> lt, rt, ot;
   mpTensor l = *lhs, r = *rhs, o = *out;
   l.elementType = r.elementType = o.elementType = MP_F32;

@@ -1,8 +1,8 @@
 //===- Vector.cpp - vectorised f16/bf16 conversions -----------------------===//
 //
 // Three implementations of each conversion, picked per call from the
-// features read at start-up: AVX-512 (16 lanes), AVX2 + F16C (8 lanes, f16
-// only) and the scalar functions of Convert.cpp. Each is compiled for its
+// features read at start-up: AVX-512 (16 lanes), AVX2 (8 lanes; F16C for
+// f16) and the scalar functions of Convert.cpp. Each is compiled for its
 // own instruction set with a target attribute, so the library itself still
 // runs on any x86-64 CPU (and builds on other architectures, which take the
 // scalar path).
@@ -178,6 +178,41 @@ __attribute__((target("avx2,f16c"))) void storeF16C(const float *in, int64_t n,
   storeScalar(in + i, n - i, false, out + i);
 }
 
+__attribute__((target("avx2"))) void loadBF16Avx2(const uint16_t *in, int64_t n,
+                                                  float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i));
+    _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                  _mm256_cvtepu16_epi32(h), 16)));
+  }
+  loadScalar(in + i, true, n - i, out + i);
+}
+
+__attribute__((target("avx2"))) void storeBF16Avx2(const float *in, int64_t n,
+                                                   uint16_t *out) {
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i bias = _mm256_set1_epi32(0x7fff);
+  const __m256i quiet = _mm256_set1_epi32(0x40);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(in + i);
+    __m256i x = _mm256_castps_si256(v);
+    __m256i hi = _mm256_srli_epi32(x, 16);
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(hi, one))),
+        16);
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
+    // Every lane is below 0x10000, so unsigned saturation packs exactly;
+    // packus interleaves the 128-bit halves, which the permute undoes.
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
+                     _mm256_castsi256_si128(packed));
+  }
+  storeScalar(in + i, n - i, true, out + i);
+}
+
 #pragma GCC diagnostic pop
 
 #endif // MP_X86
@@ -189,6 +224,8 @@ void load16(const uint16_t *in, bool bf16, int64_t n, float *out) {
     return loadAvx512(in, bf16, n, out);
   if (!bf16 && f.f16c && f.avx2)
     return loadF16C(in, n, out);
+  if (bf16 && f.avx2)
+    return loadBF16Avx2(in, n, out);
 #endif
   loadScalar(in, bf16, n, out);
 }
@@ -200,6 +237,8 @@ void store16(const float *in, int64_t n, bool bf16, uint16_t *out) {
     return storeAvx512(in, n, bf16, out);
   if (!bf16 && f.f16c && f.avx2)
     return storeF16C(in, n, out);
+  if (bf16 && f.avx2)
+    return storeBF16Avx2(in, n, out);
 #endif
   storeScalar(in, n, bf16, out);
 }

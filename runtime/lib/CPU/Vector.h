@@ -3,7 +3,7 @@
 //
 // The fast paths of the CPU kernels work on tiles: a run of elements stored
 // as f32, f16 or bf16 is converted into an f32 buffer with the host's vector
-// instructions (AVX-512, or F16C for f16), computed on in f32, rounded to the
+// instructions (AVX-512, or AVX2 and F16C), computed on in f32, rounded to the
 // compute type where that is f16 or bf16, and converted back. The
 // conversions are bit-identical to the scalar mpF32ToF16 / mpF32ToBF16 (round
 // to nearest even, subnormals kept, NaNs quieted with their payload), so a
