@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -51,17 +52,6 @@ QUICK = {
     "transformer": dict(batch=2, seq=16, d_model=32, heads=4, ffn=64,
                         layers=1, vocab=50),
 }
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def flags(sizes):
@@ -144,7 +134,9 @@ def main():
     runner = os.path.join(a.build, "bin", "mp-runner")
     info = subprocess.run([runner, "--device-info"], capture_output=True,
                           text=True).stdout
-    print("machine: %s, %d cores" % (cpu_name(), os.cpu_count()))
+    cpu = re.search(r"^CPU: (.+)$", info, re.M)
+    print("machine: %s, %d cores" % (cpu.group(1) if cpu else
+                                     platform.machine(), os.cpu_count()))
     for line in info.splitlines():
         if line.startswith("  AVX2") or line.startswith("  matmuls") or \
                 line.startswith("CPU backend"):

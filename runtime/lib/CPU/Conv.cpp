@@ -449,15 +449,8 @@ extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
     forChannelBlocks(act, 1, [&](int64_t c0, int64_t cn, float *xs) {
       if (!act.channelsLast) {
         gatherChannel(x, act, c0, xs);
-        float sum = 0;
-        for (int64_t j = 0; j < count; ++j)
-          sum = sum + xs[j];
-        float mu = sum / float(count);
-        float sq = 0;
-        for (int64_t j = 0; j < count; ++j) {
-          float d = xs[j] - mu;
-          sq = sq + d * d;
-        }
+        float mu, sq;
+        meanAndSquares(xs, count, mu, sq);
         float var = sq / float(count);
         float r = 1.0f / std::sqrt(var + epsilon);
         float g = scalarAt(scale, c0), b = scalarAt(bias, c0);

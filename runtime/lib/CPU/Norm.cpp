@@ -32,10 +32,6 @@ bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
 
-int64_t rowGrain(int64_t cols) {
-  return std::max<int64_t>(1, 4 * kTile / (cols + 1));
-}
-
 bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
                    const mpTensor *bias, mpTensor *y, mpTensor *mean,
                    mpTensor *rstd, int64_t rows, int64_t cols, float epsilon,
@@ -49,15 +45,8 @@ bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
     float *row = scratchRow(0, cols);
     for (int64_t r = begin; r < end; ++r) {
       loadF32(x->data, x->elementType, r * cols, cols, row);
-      float sum = 0;
-      for (int64_t c = 0; c < cols; ++c)
-        sum = sum + row[c];
-      float mu = sum / float(cols);
-      float var = 0;
-      for (int64_t c = 0; c < cols; ++c) {
-        float d = row[c] - mu;
-        var = var + d * d;
-      }
+      float mu, var;
+      meanAndSquares(row, cols, mu, var);
       var = var / float(cols);
       float rs = 1.0f / std::sqrt(var + epsilon);
       for (int64_t c = 0; c < cols; ++c) {

@@ -25,15 +25,9 @@ static bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
 
-/// Rows of a softmax over the last axis worth a thread.
-static int64_t rowGrain(int64_t len) {
-  return std::max<int64_t>(1, 4 * kTile / (len + 1));
-}
-
 static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
                         int32_t logSoftmax, mpElementType compute) {
-  if (!libraryKernelsEnabled() || compute != MP_F32 || v.inner != 1 ||
-      !isTileType(in->elementType) || !isTileType(out->elementType))
+  if (v.inner != 1 || !f32FastPath(compute, {in, out}))
     return false;
   int64_t len = v.len;
   parallelFor(v.outer, rowGrain(len), [&](int64_t begin, int64_t end) {
@@ -60,9 +54,7 @@ static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
 static bool fastSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
                             const AxisView &v, int32_t logSoftmax,
                             mpElementType compute) {
-  if (!libraryKernelsEnabled() || compute != MP_F32 || v.inner != 1 ||
-      !isTileType(dy->elementType) || !isTileType(y->elementType) ||
-      !isTileType(dx->elementType))
+  if (v.inner != 1 || !f32FastPath(compute, {dy, y, dx}))
     return false;
   int64_t len = v.len;
   parallelFor(v.outer, rowGrain(len), [&](int64_t begin, int64_t end) {
@@ -146,8 +138,7 @@ extern "C" mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
 /// f32 compute, or false for other cases.
 static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
                        const bool *reduced, mpElementType compute) {
-  if (!libraryKernelsEnabled() || compute != MP_F32 ||
-      !isTileType(in->elementType) || !isTileType(out->elementType))
+  if (!f32FastPath(compute, {in, out}))
     return false;
   int32_t first = 0, last = in->rank;
   while (first < in->rank && !reduced[first])

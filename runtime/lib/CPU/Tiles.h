@@ -15,6 +15,7 @@
 #include "Parallel.h"
 #include "Vector.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <vector>
 
@@ -103,6 +104,27 @@ inline bool f32FastPath(mpElementType compute,
     if (!isTileType(t->elementType))
       return false;
   return true;
+}
+
+/// Rows of `len` elements worth a thread in a row-by-row kernel.
+inline int64_t rowGrain(int64_t len) {
+  return std::max<int64_t>(1, 4 * kTile / (len + 1));
+}
+
+/// The reference loops' statistics of a row or channel v[0, n): the mean of
+/// a sum taken in order, then the sum of squared deviations from it, in
+/// order.
+inline void meanAndSquares(const float *v, int64_t n, float &mean,
+                           float &squares) {
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum = sum + v[i];
+  mean = sum / float(n);
+  squares = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float d = v[i] - mean;
+    squares = squares + d * d;
+  }
 }
 
 /// Whether `compute` rounds values of type `t` (it is f16 or bf16 and not t).
