@@ -132,6 +132,9 @@ def main():
     p.add_argument("--quick", action="store_true")
     a = p.parse_args()
     runner = os.path.join(a.build, "bin", "mp-runner")
+    if not os.access(runner, os.X_OK):
+        sys.exit("cpu_step_times.py: no mp-runner in %s (run utils/mp build, "
+                 "or pass --build)" % a.build)
     info = subprocess.run([runner, "--device-info"], capture_output=True,
                           text=True).stdout
     cpu = re.search(r"^CPU: (.+)$", info, re.M)

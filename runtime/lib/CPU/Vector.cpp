@@ -21,6 +21,7 @@
 #include "Vector.h"
 #include "Parallel.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -53,10 +54,17 @@ const CpuFeatures &mp::rt::cpuFeatures() {
     // MP_CPU_ISA=avx2 or =scalar caps what the kernels use, so that each
     // path can be tested on one machine (oneDNN has DNNL_MAX_CPU_ISA).
     if (const char *isa = std::getenv("MP_CPU_ISA")) {
-      if (!std::strcmp(isa, "avx2") || !std::strcmp(isa, "scalar"))
+      bool avx2 = !std::strcmp(isa, "avx2"),
+           scalar = !std::strcmp(isa, "scalar");
+      if (avx2 || scalar)
         f.avx512 = f.avx512bf16 = f.amx = false;
-      if (!std::strcmp(isa, "scalar"))
+      if (scalar)
         f.avx2 = f.fma = f.f16c = false;
+      if (!avx2 && !scalar && *isa)
+        std::fprintf(stderr,
+                     "mp runtime: MP_CPU_ISA=%s is not avx2 or scalar; "
+                     "ignored\n",
+                     isa);
     }
     return f;
   }();
