@@ -178,6 +178,25 @@ inline bool unscaleArguments(int32_t count, const mpTensor *grads,
   return true;
 }
 
+/// A [K, 6] f32 tensor of range statistics (rows of mpTensorStats).
+inline bool isStatsRows(const mpTensor *t) {
+  return t && t->data && t->elementType == MP_F32 && t->rank == 2 &&
+         t->shape[0] >= 1 && t->shape[1] == 6;
+}
+
+/// The arguments of mpRecordNonfinite.
+inline bool recordNonfiniteArguments(const mpTensor *status, int32_t count,
+                                     const mpTensor *stats,
+                                     const mpTensor *out, int64_t opId) {
+  if (!isScalar(status, MP_I64) || !isScalar(out, MP_I64) || count < 1 ||
+      !stats || opId < 0)
+    return false;
+  for (int32_t i = 0; i < count; ++i)
+    if (!isStatsRows(&stats[i]))
+      return false;
+  return true;
+}
+
 /// f32 state of the shape of `param` (momentum buffers, Adam moments).
 inline bool isStateFor(const mpTensor *t, const mpTensor *param) {
   return t && t->data && t->elementType == MP_F32 && sameShape(t, param);

@@ -846,6 +846,22 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
                 c.call(o->getName().stripDialect(), module);
                 return success();
               })
+          // Numerics checks.
+          .Case([&](TensorStatsOp o) {
+            tensors("tensor_stats", {o.getInput()});
+            return success();
+          })
+          .Case([&](RecordNonfiniteOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getOpId());
+            c.i(o.getStats().size());
+            c.tensor(operand(o.getStatus()));
+            for (Value v : o.getStats())
+              c.tensor(operand(v));
+            c.tensor(out[0]);
+            c.call("record_nonfinite", module);
+            return success();
+          })
           // Loss scaling and optimizers.
           .Case([&](UnscaleGradsOp o) {
             CallBuilder c(b, loc, site);

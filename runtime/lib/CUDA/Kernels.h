@@ -82,6 +82,9 @@ mpStatus mpUpdateLossScale(mpTensor *scale, mpTensor *goodSteps,
                            const mpTensor *foundInf, float growth,
                            float backoff, int64_t interval, float minScale,
                            float maxScale);
+mpStatus mpTensorStats(const mpTensor *in, mpTensor *stats);
+mpStatus mpRecordNonfinite(const mpTensor *status, int32_t count,
+                           const mpTensor *stats, mpTensor *out, int64_t opId);
 mpStatus mpSgdUpdate(mpTensor *param, const mpTensor *grad,
                      mpTensor *momentumBuffer, const mpTensor *skip, float lr,
                      float momentum, float weightDecay, int32_t nesterov);

@@ -52,6 +52,21 @@ static LogicalResult verifyName(Operation *op, NamedAttribute attr,
 LogicalResult TGDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == kNumericsAttr) {
+    // Written by tg-check-numerics; readers check the entries they use.
+    auto entries = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !entries ||
+        !llvm::all_of(entries, [](Attribute entry) {
+          auto dict = dyn_cast<DictionaryAttr>(entry);
+          return dict && dict.getAs<IntegerAttr>("id") &&
+                 dict.getAs<StringAttr>("name");
+        }))
+      return op->emitError()
+             << "'" << name
+             << "' must be an array of dictionaries with an integer 'id' and "
+                "a string 'name', on a function";
+    return success();
+  }
   if (name != kTrainStepAttr && name != kForwardAttr)
     return op->emitError() << "unknown tg attribute '" << name
                            << "' on an operation";

@@ -801,5 +801,40 @@ OperandRole UpdateLossScaleOp::getOperandRole(unsigned index) {
   return index == 0 ? OperandRole::Parameter : OperandRole::Index;
 }
 
+//===----------------------------------------------------------------------===//
+// Numerics checks
+//===----------------------------------------------------------------------===//
+
+/// Checks that `type` holds rows of tg.tensor_stats (`tensor<Kx6xf32>`,
+/// exactly one row when `oneRow`).
+static LogicalResult verifyStatsRows(Operation *op, Type type,
+                                     const Twine &what, bool oneRow) {
+  auto tensor = cast<RankedTensorType>(type);
+  ArrayRef<int64_t> shape = tensor.getShape();
+  if (shape.size() != 2 || shape[1] != 6 || shape[0] < 1 ||
+      (oneRow && shape[0] != 1))
+    return op->emitOpError()
+           << what << " must be "
+           << (oneRow ? "tensor<1x6xf32>" : "tensor<Kx6xf32> with K >= 1")
+           << " (rows of min, max, amax, smallest non-zero magnitude, NaN "
+              "count, infinity count), got "
+           << type;
+  return success();
+}
+
+LogicalResult TensorStatsOp::verify() {
+  return verifyStatsRows(*this, getStats().getType(), "result", true);
+}
+
+LogicalResult RecordNonfiniteOp::verify() {
+  if (getStats().empty())
+    return emitOpError("needs at least one row of statistics");
+  for (auto [i, type] : llvm::enumerate(getStats().getTypes()))
+    if (failed(verifyStatsRows(*this, type, "statistics #" + Twine(i),
+                               false)))
+      return failure();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "mp/Dialect/TG/IR/TGOps.cpp.inc"

@@ -81,6 +81,8 @@ extern "C" {
   X(unscale_grads, "n:i scale found_inf grads[n] unscaled[n]")                \
   X(update_loss_scale, "growth:f backoff:f interval:i min:f max:f scale "     \
                        "good_steps found_inf new_scale new_good_steps")       \
+  X(tensor_stats, "in stats")                                                 \
+  X(record_nonfinite, "op_id:i n:i status stats[n] out")                      \
   X(sgd_update, "lr:f momentum:f weight_decay:f nesterov:i has_momentum:i "   \
                 "has_skip:i param grad [momentum_buffer] [skip] new_param "   \
                 "[new_momentum_buffer]")                                      \

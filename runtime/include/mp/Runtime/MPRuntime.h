@@ -303,6 +303,25 @@ mpStatus mpUpdateLossScale(mpTensor *scale, mpTensor *goodSteps,
                            float maxScale);
 
 /*===----------------------------------------------------------------------===*
+ * Numerics checks (tg.tensor_stats, tg.record_nonfinite)
+ *===----------------------------------------------------------------------===*/
+
+/* Writes six f32 numbers about the elements of `in` (any floating-point
+ * type, as stored) to `stats` (6 f32 elements): the smallest and the
+ * largest element that is not NaN (+inf and -inf when there is none), the
+ * largest magnitude that is not NaN (0 when there is none), the smallest
+ * non-zero magnitude (+inf when there is none), the number of NaNs and the
+ * number of infinities. */
+mpStatus mpTensorStats(const mpTensor *in, mpTensor *stats);
+
+/* out (an i64 scalar) = *status when it is >= 0; else opId when any of the
+ * `count` stats tensors (rows of mpTensorStats, [K, 6] f32) counts a NaN or
+ * an infinity; else *status. `out` may be `status`. */
+mpStatus mpRecordNonfinite(const mpTensor *status, int32_t count,
+                           const mpTensor *stats, mpTensor *out,
+                           int64_t opId);
+
+/*===----------------------------------------------------------------------===*
  * Optimizer updates (tg.sgd_update, tg.adam_update), in f32 on f32
  * parameters and state; the gradient may be f32, f16 or bf16. When `skip`
  * is given and true, nothing is written: parameters and state stay

@@ -66,6 +66,8 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
     static constexpr ::llvm::StringLiteral kOutputAttr = "tg.output";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
+    /// What tg-check-numerics watches in a step (docs/Numerics.md).
+    static constexpr ::llvm::StringLiteral kNumericsAttr = "tg.numerics";
   }];
 }
 

@@ -1110,6 +1110,72 @@ def TG_UpdateLossScaleOp : TG_ComputeOp<"update_loss_scale", "Deny", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Numerics checks
+//===----------------------------------------------------------------------===//
+
+/// Rows of range statistics: `tensor<Kx6xf32>`, the layout of
+/// `tg.tensor_stats`.
+def TG_StatsRows : StaticShapeTensorOf<[F32]>;
+
+def TG_TensorStatsOp : TG_Op<"tensor_stats", [Pure]> {
+  let summary = "range and finiteness statistics of a tensor";
+  let description = [{
+    Returns one row of six f32 numbers about the elements of `input`, as
+    they are stored:
+
+    | column | value |
+    |---|---|
+    | 0 | the smallest element that is not NaN (`+inf` when there is none) |
+    | 1 | the largest element that is not NaN (`-inf` when there is none) |
+    | 2 | the largest magnitude that is not NaN (`0` when there is none) |
+    | 3 | the smallest non-zero magnitude (`+inf` when there is none) |
+    | 4 | the number of NaNs |
+    | 5 | the number of infinities |
+
+    Columns 0 to 3 are exact (every f16, bf16 and f32 value is an f32
+    value; f64 values are rounded); the counts are exact up to 2^24.
+    `tg-check-numerics` inserts one after every value it watches, so that a
+    step reports how close each value comes to the limits of its storage
+    type and where the first infinity or NaN appeared.
+
+    ```mlir
+    %stats = tg.tensor_stats %h : tensor<32x128xf16> -> tensor<1x6xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input);
+  let results = (outs TG_StatsRows:$stats);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($stats)";
+  let hasVerifier = 1;
+}
+
+def TG_RecordNonfiniteOp : TG_Op<"record_nonfinite", [
+    Pure, AllTypesMatch<["status", "result"]>]> {
+  let summary = "records the first op whose results are not finite";
+  let description = [{
+    Threads the id of the first op (in program order) that produced an
+    infinity or a NaN through a step: returns `status` when it is already
+    an op id (`>= 0`), else `op_id` when any row of `stats` (rows of
+    `tg.tensor_stats`) counts a NaN or an infinity, else `status` (`-1`:
+    nothing so far). `tg-check-numerics` starts the chain with
+    `tg.constant dense<-1>` and places one after every op it checks, so the
+    step computes the answer on the device and returns it as an output.
+
+    ```mlir
+    %s1 = tg.record_nonfinite %s0, %stats {op_id = 5 : i64}
+        : (tensor<i64>, tensor<1x6xf32>) -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins TG_CounterScalar:$status,
+                       Variadic<TG_StatsRows>:$stats,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$op_id);
+  let results = (outs TG_CounterScalar:$result);
+  let assemblyFormat = [{
+    $status `,` $stats attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 include "mp/Dialect/TG/IR/TGConvOps.td"
 
 #endif // MP_DIALECT_TG_IR_TGOPS_TD

@@ -305,4 +305,63 @@ def TGInsertLossScaling : Pass<"tg-insert-loss-scaling", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGCheckNumerics : Pass<"tg-check-numerics", "::mlir::ModuleOp"> {
+  let summary = "Find, inside the step, the first op that produces an "
+                "infinity or a NaN, and the ranges of its operands";
+  let description = [{
+    Instruments every training step (`tg.train_step`) so that one run
+    answers "which op produced the first non-finite value", without a host
+    round trip inside the step:
+
+    * after every checked op (every op but constants, or those `ops`
+      selects, within `scope`), `tg.tensor_stats` of each floating-point
+      result, and of each floating-point operand that is not already
+      watched (function arguments, results of unchecked ops): min, max,
+      amax, the smallest non-zero magnitude and the counts of NaNs and
+      infinities;
+    * a chain of `tg.record_nonfinite`, one per checked op in program
+      order, that keeps the id of the first op with a non-finite result;
+    * two new outputs: `numerics.first_nonfinite` (`tensor<i64>`, the op id
+      or -1) and `numerics.stats` (`tensor<Nx6xf32>`, one row per watched
+      value, for this step);
+    * the attribute `tg.numerics` on the function, one entry per checked op:
+      its id, name (location name, as in the precision report), op name,
+      source location, compute type, operand and result storage types, the
+      rows of `numerics.stats` that describe its operands and results,
+      whether it is a gradient op (downstream of the loss seed), and the
+      names to pin to f32 to keep it out of low precision (`pin`: the op
+      itself, or, for a `tg.cast`, the ops that read the cast).
+
+    Run it after `tg-mixed-precision`, so that it watches the values as they
+    are stored. `scope=backward` watches the gradient ops only: the cheap
+    way to learn which gradient overflowed in a step that loss scaling
+    skipped. docs/Numerics.md describes how `mp-runner --check-numerics`,
+    `--adapt-precision` and `--range-stats` use it.
+
+    After (one op, `%h = tg.matmul %x, %w`, with id 3):
+
+    ```mlir
+    %none = tg.constant dense<-1> : tensor<i64>
+    %sx = tg.tensor_stats %x : tensor<32x64xf16> -> tensor<1x6xf32>
+    %sw = tg.tensor_stats %w : tensor<64x128xf16> -> tensor<1x6xf32>
+    %h = tg.matmul %x, %w compute(f32) : ...
+    %sh = tg.tensor_stats %h : tensor<32x128xf16> -> tensor<1x6xf32>
+    %s3 = tg.record_nonfinite %none, %sh {op_id = 3 : i64}
+        : (tensor<i64>, tensor<1x6xf32>) -> tensor<i64>
+    ...
+    %rows = tg.concat %sx, %sw, %sh, ... axis = 0 : ...
+    return ..., %s_last, %rows : ..., tensor<i64>, tensor<Nx6xf32>
+    ```
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Globs of op names (fc1.*) or op kinds (tg.matmul) to check "
+               "(default: every op)">,
+    Option<"scope", "scope", "std::string", /*default=*/"\"all\"",
+           "all, forward (ops before the loss seed) or backward (the "
+           "gradient ops, downstream of the loss seed)">,
+  ];
+}
+
 #endif // MP_DIALECT_TG_TRANSFORMS_PASSES_TD
