@@ -53,6 +53,13 @@ std::optional<unsigned> StepSignature::findOutput(llvm::StringRef name) const {
   return std::nullopt;
 }
 
+const CheckedOp *StepSignature::findCheckedOp(int64_t id) const {
+  for (const CheckedOp &op : checkedOps)
+    if (op.id == id)
+      return &op;
+  return nullptr;
+}
+
 FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
                                       llvm::StringRef options) {
   bool hasStep = false, hasForward = false;
@@ -211,9 +218,77 @@ addForwardFunction(ModuleOp module, func::FuncOp step) {
   return std::make_pair(forward.getSymName().str(), *logits);
 }
 
+/// Reads the `tg.numerics` table tg-check-numerics left on `fn`.
+static LogicalResult readCheckedOps(func::FuncOp fn, StepSignature &sig) {
+  auto table = fn->getAttrOfType<ArrayAttr>(tg::TGDialect::kNumericsAttr);
+  if (!table)
+    return success();
+  auto bad = [&](const llvm::Twine &why) {
+    return fn.emitError() << "malformed '" << tg::TGDialect::kNumericsAttr
+                          << "': " << why;
+  };
+  std::optional<unsigned> stats = sig.findOutput("numerics.stats");
+  if (!stats || !sig.findOutput("numerics.first_nonfinite") ||
+      sig.results[*stats].shape.size() != 2)
+    return bad("the step lacks the numerics.first_nonfinite and "
+               "numerics.stats outputs");
+  int64_t rows = sig.results[*stats].shape[0];
+  for (Attribute a : table) {
+    auto dict = cast<DictionaryAttr>(a);
+    CheckedOp op;
+    op.id = dict.getAs<IntegerAttr>("id").getInt();
+    op.name = dict.getAs<StringAttr>("name").str();
+    auto str = [&](StringRef key) {
+      auto s = dict.getAs<StringAttr>(key);
+      return s ? s.str() : std::string();
+    };
+    op.op = str("op");
+    op.location = str("location");
+    if (auto compute = dict.getAs<TypeAttr>("compute"))
+      llvm::raw_string_ostream(op.compute) << compute.getValue();
+    if (auto gradient = dict.getAs<BoolAttr>("gradient"))
+      op.gradient = gradient.getValue();
+    auto types = [&](StringRef key, std::vector<std::string> &into) {
+      if (auto list = dict.getAs<ArrayAttr>(key))
+        for (Attribute t : list)
+          if (auto type = dyn_cast<TypeAttr>(t))
+            llvm::raw_string_ostream(into.emplace_back()) << type.getValue();
+    };
+    types("operand_types", op.operandTypes);
+    types("result_types", op.resultTypes);
+    auto rowList = [&](StringRef key,
+                       std::vector<int64_t> &into) -> LogicalResult {
+      auto list = dict.getAs<ArrayAttr>(key);
+      if (!list)
+        return bad("entry '" + op.name + "' has no '" + key + "'");
+      for (Attribute r : list) {
+        auto row = dyn_cast<IntegerAttr>(r);
+        if (!row || row.getInt() < -1 || row.getInt() >= rows)
+          return bad("entry '" + op.name + "' has a row outside [-1, " +
+                     llvm::Twine(rows) + ")");
+        into.push_back(row.getInt());
+      }
+      return success();
+    };
+    if (failed(rowList("operand_rows", op.operandRows)) ||
+        failed(rowList("result_rows", op.resultRows)))
+      return failure();
+    if (op.operandTypes.size() != op.operandRows.size() ||
+        op.resultTypes.size() != op.resultRows.size())
+      return bad("entry '" + op.name + "' has types and rows that disagree");
+    if (auto pins = dict.getAs<ArrayAttr>("pin"))
+      for (Attribute p : pins)
+        if (auto s = dyn_cast<StringAttr>(p))
+          op.pin.push_back(s.str());
+    sig.checkedOps.push_back(std::move(op));
+  }
+  return success();
+}
+
 FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                                            llvm::StringRef entry,
-                                           const AmpConfig &amp) {
+                                           const AmpConfig &amp,
+                                           const NumericsConfig &numerics) {
   FailureOr<func::FuncOp> fn = findTrainStep(module, entry);
   if (failed(fn))
     return failure();
@@ -225,6 +300,8 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
       return module.emitError() << "invalid mixed-precision options '"
                                 << amp.options << "'";
     options->computeType = amp.mode;
+    if (!amp.policyFile.empty())
+      options->policyFile = amp.policyFile;
     PassManager pm(module.getContext());
     tg::buildTGMixedPrecisionPipeline(pm, *options);
     if (failed(pm.run(module)))
@@ -233,9 +310,18 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     return module.emitError()
            << "mixed-precision options given with --amp=off";
   }
+  if (numerics.enabled) {
+    tg::TGCheckNumericsOptions options;
+    options.scope = numerics.scope;
+    options.ops.assign(numerics.ops.begin(), numerics.ops.end());
+    PassManager pm(module.getContext());
+    pm.addPass(tg::createTGCheckNumerics(options));
+    if (failed(pm.run(module)))
+      return failure();
+  }
   auto step = module.lookupSymbol<func::FuncOp>(name);
   FailureOr<StepSignature> sig = readSignature(step);
-  if (failed(sig))
+  if (failed(sig) || failed(readCheckedOps(step, *sig)))
     return failure();
   if (auto forward = addForwardFunction(module, step)) {
     sig->forwardEntry = forward->first;

@@ -36,6 +36,26 @@ namespace mp::runner {
 struct AmpConfig {
   std::string mode = "off";
   std::string options;
+  /// A policy file that replaces the options' `policy=` (the runner's
+  /// adapted policy).
+  std::string policyFile;
+};
+
+/// Whether and how to run tg-check-numerics after mixed precision.
+struct NumericsConfig {
+  bool enabled = false;
+  std::string scope = "all";
+  std::vector<std::string> ops;
+};
+
+/// One op tg-check-numerics watches (an entry of `tg.numerics`).
+struct CheckedOp {
+  int64_t id = 0;
+  std::string name, op, location, compute;
+  bool gradient = false;
+  std::vector<std::string> operandTypes, resultTypes, pin;
+  /// Rows of `numerics.stats` (-1: an integer value, no statistics).
+  std::vector<int64_t> operandRows, resultRows;
 };
 
 struct StepTensor {
@@ -69,6 +89,10 @@ struct StepSignature {
   /// `forwardResult` of the step), when the step has one.
   std::string forwardEntry;
   std::optional<unsigned> forwardResult;
+  /// The ops tg-check-numerics watches, when it ran.
+  std::vector<CheckedOp> checkedOps;
+
+  const CheckedOp *findCheckedOp(int64_t id) const;
 
   std::optional<unsigned> findArgument(llvm::StringRef name) const;
   std::optional<unsigned> findOutput(llvm::StringRef name) const;
@@ -96,9 +120,9 @@ mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,
 /// output alone, with the step's precisions) and runs tg-lower-to-llvm;
 /// returns the signature of the step. Diagnostics go to the context's
 /// handler.
-mlir::FailureOr<StepSignature> lowerStep(mlir::ModuleOp module,
-                                         llvm::StringRef entry,
-                                         const AmpConfig &amp);
+mlir::FailureOr<StepSignature>
+lowerStep(mlir::ModuleOp module, llvm::StringRef entry, const AmpConfig &amp,
+          const NumericsConfig &numerics = NumericsConfig());
 
 /// Lowers the function `name` of `module` as it is (no mixed precision, no
 /// training step): every argument is an input (its role taken from its

@@ -19,16 +19,20 @@
 #include "Differentiation.h"
 #include "ImportFlags.h"
 #include "Loading.h"
+#include "Numerics.h"
 #include "RunReport.h"
 #include "StepLog.h"
 #include "Trainer.h"
 #include "Weights.h"
 
+#include "mp/Dialect/TG/Transforms/Passes.h"
 #include "mp/Runtime/MPCompiled.h"
 #include "mp/Support/FileOutput.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -145,6 +149,60 @@ struct Options {
                            cl::desc("Capture the step as a CUDA graph after "
                                     "warm-up and replay it (default true)"),
                            cl::init(true), cl::cat(category)};
+  cl::opt<bool> checkNumerics{
+      "check-numerics",
+      cl::desc("Find, inside every step, the first op that produces an "
+               "infinity or a NaN: print it on the first bad step with its "
+               "types and its operands' ranges, and name the op behind every "
+               "step loss scaling skips"),
+      cl::init(false), cl::cat(category)};
+  cl::opt<std::string> checkNumericsScope{
+      "check-numerics-scope",
+      cl::desc("The ops --check-numerics watches: all (default), forward, or "
+               "backward (the gradient ops: the cheap way to attribute "
+               "skipped steps)"),
+      cl::init("all"), cl::cat(category)};
+  cl::list<std::string> checkNumericsOps{
+      "check-numerics-ops",
+      cl::desc("Globs of op names (fc1.*) or kinds (tg.matmul) for "
+               "--check-numerics to watch (default: every op)"),
+      cl::CommaSeparated, cl::cat(category)};
+  cl::opt<std::string> rangeStats{
+      "range-stats",
+      cl::desc("Collect each op's largest and smallest non-zero magnitude "
+               "over the steps and write them here as JSON, against the f16 "
+               "and bf16 limits"),
+      cl::init(""), cl::cat(category)};
+  cl::opt<int64_t> rangeStatsSteps{
+      "range-stats-steps",
+      cl::desc("Collect --range-stats over this many steps (default 0: all)"),
+      cl::init(0), cl::cat(category)};
+  cl::opt<std::string> adaptPrecision{
+      "adapt-precision",
+      cl::desc("<policy.json>: when overflows keep coming from one op, pin "
+               "it to f32, recompile and go on with the same state; the "
+               "final policy is written here (pass it back with "
+               "--amp-options=policy=<policy.json>)"),
+      cl::init(""), cl::cat(category)};
+  cl::opt<int64_t> adaptSkips{
+      "adapt-skips",
+      cl::desc("Re-plan after this many skipped steps overflowing first in "
+               "one op within --adapt-window steps (default 8)"),
+      cl::init(8), cl::cat(category)};
+  cl::opt<int64_t> adaptWindow{"adapt-window",
+                               cl::desc("Steps --adapt-skips counts over "
+                                        "(default 100)"),
+                               cl::init(100), cl::cat(category)};
+  cl::opt<double> adaptMinScale{
+      "adapt-min-scale",
+      cl::desc("Re-plan at once when a skipped step leaves the loss scale "
+               "below this (default 1)"),
+      cl::init(1.0), cl::cat(category)};
+  cl::opt<int64_t> ampWarmupSteps{
+      "amp-warmup-steps",
+      cl::desc("Train the first N steps in FP32, then in --amp's precision "
+               "with the same parameters and optimizer state"),
+      cl::init(0), cl::cat(category)};
   cl::opt<bool> deviceInfo{"device-info",
                            cl::desc("Describe the CPU, the GPUs and the "
                                     "backends, and exit"),
@@ -186,6 +244,26 @@ llvm::Error checkOptions(const Options &o) {
                "held-out split)");
   if (o.checkpointEvery < 0 || o.logEvery < 0)
     return bad("--checkpoint-every and --log-every must not be negative");
+  if (o.compare && (o.checkNumerics || !o.rangeStats.empty() ||
+                    !o.adaptPrecision.empty() || o.ampWarmupSteps > 0))
+    return bad("--check-numerics, --range-stats, --adapt-precision and "
+               "--amp-warmup-steps apply to one run, not to --compare");
+  if (o.checkNumericsScope != "all" && o.checkNumericsScope != "forward" &&
+      o.checkNumericsScope != "backward")
+    return bad("--check-numerics-scope must be all, forward or backward, not "
+               "'" + o.checkNumericsScope + "'");
+  if (!o.checkNumerics &&
+      (o.checkNumericsScope != "all" || !o.checkNumericsOps.empty()))
+    return bad("--check-numerics-scope and --check-numerics-ops need "
+               "--check-numerics");
+  if (o.rangeStatsSteps < 0 || (o.rangeStatsSteps > 0 && o.rangeStats.empty()))
+    return bad("--range-stats-steps must not be negative, and needs "
+               "--range-stats");
+  if (o.adaptSkips < 1 || o.adaptWindow < 1 || !(o.adaptMinScale >= 0))
+    return bad("--adapt-skips and --adapt-window must be at least 1, and "
+               "--adapt-min-scale not negative");
+  if (o.ampWarmupSteps < 0)
+    return bad("--amp-warmup-steps must not be negative");
   return llvm::Error::success();
 }
 
@@ -234,7 +312,8 @@ llvm::Error evaluate(std::vector<Run> &runs, const Dataset &data,
 llvm::Error writeSummary(const Options &o, llvm::ArrayRef<Run> runs,
                          const Dataset &data, llvm::StringRef backend,
                          llvm::StringRef ampMode, int64_t first,
-                         const mprtAllocatorStats &stats, int64_t bufferBytes) {
+                         const mprtAllocatorStats &stats, int64_t bufferBytes,
+                         llvm::json::Object numerics) {
   llvm::json::Array runsJson;
   for (const Run &run : runs) {
     llvm::json::Array losses, scales, skipped, times;
@@ -281,6 +360,8 @@ llvm::Error writeSummary(const Options &o, llvm::ArrayRef<Run> runs,
       {"peak_bytes", int64_t(stats.peakBytesInUse)},
       {"buffer_bytes", bufferBytes},
       {"runs", std::move(runsJson)}};
+  for (auto &entry : numerics)
+    root[entry.first] = std::move(entry.second);
   return writeFileAtomically(o.summary, [&](llvm::raw_ostream &os) {
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
     return llvm::Error::success();
@@ -340,31 +421,52 @@ int mp::runnerMain(int argc, char **argv) {
                                             : "") +
                 "; ask for --amp=f16 or --amp=bf16");
 
-  // Compile each variant in its own session.
-  std::vector<std::pair<std::string, std::string>> variants;
-  if (o.compare)
-    variants = {{"fp32", "off"}, {ampMode, ampMode}};
-  else
-    variants = {{ampMode == "off" ? std::string("fp32") : ampMode, ampMode}};
+  bool adapting = !o.adaptPrecision.empty();
+  if ((adapting || o.ampWarmupSteps > 0) && ampMode == "off")
+    return fail(llvm::Twine(adapting ? "--adapt-precision"
+                                     : "--amp-warmup-steps") +
+                " needs --amp=f16 or --amp=bf16" +
+                (o.amp == "auto" ? " (--amp=auto chose FP32 on this backend)"
+                                 : ""));
+  NumericsConfig numerics;
+  numerics.enabled = o.checkNumerics || !o.rangeStats.empty() || adapting;
+  numerics.scope = o.checkNumerics ? o.checkNumericsScope.getValue() : "all";
+  numerics.ops.assign(o.checkNumericsOps.begin(), o.checkNumericsOps.end());
+  std::optional<PrecisionAdapter> adapter;
+  if (adapting) {
+    auto parsed =
+        tg::TGMixedPrecisionPipelineOptions::createFromString(o.ampOptions);
+    if (!parsed)
+      return fail("invalid --amp-options '" + o.ampOptions + "'");
+    adapter.emplace(AdaptOptions{o.adaptSkips, o.adaptWindow, o.adaptMinScale},
+                    o.adaptPrecision, parsed->policyFile);
+    if (llvm::Error err = adapter->loadUserPolicy())
+      return fail(std::move(err));
+  }
+
+  // Each compilation in its own session: the variants of --compare, the
+  // FP32 warm-up and the AMP step after it, and every re-planned step.
   std::vector<std::unique_ptr<Session>> sessions;
-  std::vector<Run> runs;
   ModelShape modelShape;
-  for (auto &[label, mode] : variants) {
+  bool firstCompile = true;
+  auto compile = [&](const std::string &label, const std::string &mode,
+                     const std::string &policyFile)
+      -> std::unique_ptr<Trainer> {
     sessions.push_back(std::make_unique<Session>());
     Session &session = *sessions.back();
     OwningOpRef<ModuleOp> module = loadModel(session, o.input, o.importing,
                                              o.differentiation.loss);
     if (!module)
-      return 1;
-    if (runs.empty() && isOnnxFile(o.input))
+      return nullptr;
+    if (firstCompile && isOnnxFile(o.input))
       llvm::outs() << "mp-runner: imported " << o.input << " ("
                    << initialWeightBytes(*module) / 1024
                    << " KiB of initial weights from its initializers)\n";
     FailureOr<bool> made =
         makeTrainStep(*module, o.entry, o.differentiation.options());
     if (failed(made))
-      return 1;
-    if (runs.empty()) {
+      return nullptr;
+    if (firstCompile) {
       if (*made)
         llvm::outs() << "mp-runner: differentiated the forward function"
                      << (o.differentiation.options().empty()
@@ -373,27 +475,61 @@ int mp::runnerMain(int argc, char **argv) {
                      << "\n";
       FailureOr<func::FuncOp> fn = findTrainStep(*module, o.entry);
       if (failed(fn))
-        return 1;
+        return nullptr;
       modelShape = inspectModel(*fn);
     }
+    firstCompile = false;
     AmpConfig amp;
     amp.mode = mode;
     amp.options = mode == "off" ? std::string() : o.ampOptions.getValue();
-    FailureOr<StepSignature> sig = lowerStep(*module, o.entry, amp);
+    amp.policyFile = mode == "off" ? std::string() : policyFile;
+    FailureOr<StepSignature> sig = lowerStep(*module, o.entry, amp, numerics);
     if (failed(sig))
-      return 1;
+      return nullptr;
+    if (numerics.enabled && sig->checkedOps.empty()) {
+      fail("tg-check-numerics watches no op of '" + sig->entry +
+           "' (see the warning above)");
+      return nullptr;
+    }
     auto compiled = CompiledStep::create(*module, std::move(*sig), o.optLevel,
                                          backend->backend == Backend::CUDA);
-    if (!compiled)
-      return fail(compiled.takeError());
+    if (!compiled) {
+      fail(compiled.takeError());
+      return nullptr;
+    }
     auto trainer = Trainer::create(label, std::move(*compiled),
                                    backend->backend, o.cudaGraphs);
+    if (!trainer) {
+      fail(trainer.takeError());
+      return nullptr;
+    }
+    return std::move(*trainer);
+  };
+
+  std::vector<std::pair<std::string, std::string>> variants;
+  if (o.compare)
+    variants = {{"fp32", "off"}, {ampMode, ampMode}};
+  else
+    variants = {{ampMode == "off" ? std::string("fp32") : ampMode, ampMode}};
+  std::vector<Run> runs;
+  // With --amp-warmup-steps, the run starts with an FP32 step and switches
+  // to `ampTrainer` (compiled now, so that a bad AMP option fails at once).
+  std::unique_ptr<Trainer> ampTrainer;
+  for (auto &[label, mode] : variants) {
+    bool warmup = o.ampWarmupSteps > 0;
+    std::unique_ptr<Trainer> trainer =
+        compile(warmup ? "fp32" : label, warmup ? "off" : mode, "");
     if (!trainer)
-      return fail(trainer.takeError());
+      return 1;
+    if (warmup) {
+      ampTrainer = compile(label, mode, "");
+      if (!ampTrainer)
+        return 1;
+    }
     Run run;
     run.label = label;
     run.amp = mode;
-    run.trainer = std::move(*trainer);
+    run.trainer = std::move(trainer);
     runs.push_back(std::move(run));
   }
 
@@ -412,6 +548,9 @@ int mp::runnerMain(int argc, char **argv) {
   for (Run &run : runs)
     if (llvm::Error err = run.trainer->initialize(o.seed))
       return fail(std::move(err));
+  if (ampTrainer)
+    if (llvm::Error err = ampTrainer->initialize(o.seed))
+      return fail(std::move(err));
   if (!o.initWeights.empty()) {
     llvm::Expected<Checkpoint> weights = readSafetensors(o.initWeights);
     if (!weights)
@@ -428,10 +567,23 @@ int mp::runnerMain(int argc, char **argv) {
   }
   if (resumed) {
     std::optional<std::string> amp = checkpointAmp(*resumed);
-    if (amp && *amp != ampMode)
+    // A checkpoint of the AMP phase of a warm-up run resumes in AMP.
+    if (ampTrainer && amp == ampMode)
+      runs[0].trainer = std::move(ampTrainer);
+    std::string current = ampTrainer ? "off" : ampMode;
+    // FP32 to AMP is the switch --amp-warmup-steps makes: allowed, with the
+    // loss-scale state starting from its initial values.
+    bool fp32ToAmp = amp && *amp == "off" && current != "off";
+    if (amp && *amp != current && !fp32ToAmp)
       return fail(o.resume + ": was written with --amp=" + *amp +
-                  ", this run has --amp=" + ampMode);
-    llvm::Expected<int64_t> step = runs[0].trainer->restore(*resumed, o.resume);
+                  ", this run has --amp=" + current);
+    if (fp32ToAmp)
+      llvm::outs() << "mp-runner: " << o.resume << " is an FP32 checkpoint; "
+                   << "going on in " << current
+                   << " with its parameters and optimizer state (the loss "
+                      "scale starts from its initial value)\n";
+    llvm::Expected<int64_t> step =
+        runs[0].trainer->restore(*resumed, o.resume, fp32ToAmp);
     if (!step)
       return fail(step.takeError());
     first = *step;
@@ -442,7 +594,7 @@ int mp::runnerMain(int argc, char **argv) {
                   llvm::Twine(first + o.steps) + ")");
   }
 
-  llvm::outs() << "mp-runner: " << o.input << " (" << sig.entry << "), "
+  llvm::outs() << "mp-runner: " << o.input << " (" << runs[0].trainer->signature().entry << "), "
                << data->description << "\n";
   if (!backend->note.empty())
     llvm::outs() << "mp-runner: " << backend->note << "\n";
@@ -465,7 +617,7 @@ int mp::runnerMain(int argc, char **argv) {
     std::map<std::string, std::string> metadata{
         {"format", "mp-runner checkpoint"},
         {"model", o.input},
-        {"amp", ampMode},
+        {"amp", runs[0].trainer->label() == "fp32" ? "off" : ampMode},
         {"amp_options", o.ampOptions},
         {"seed", std::to_string(o.seed)}};
     llvm::Expected<Checkpoint> ckpt =
@@ -488,7 +640,128 @@ int mp::runnerMain(int argc, char **argv) {
     return fail(message);
   };
   bool warnedNonFinite = false;
+  RangeStatistics ranges;
+  bool reportedFirstNonfinite = false;
+  int64_t attributionLines = 0;
+  std::map<std::string, int64_t> firstNonfiniteCounts;
+  // Replaces the run's step by `next`, carrying the parameters and state
+  // over bit for bit.
+  auto switchTo = [&](Run &run, std::unique_ptr<Trainer> next)
+      -> llvm::Expected<CarriedState> {
+    llvm::Expected<CarriedState> carried = next->adoptState(*run.trainer);
+    if (!carried)
+      return carried.takeError();
+    if (carried->hashBefore != carried->hashAfter)
+      return llvm::createStringError(
+          std::errc::io_error,
+          "the state changed on its way to the recompiled step (hash %016llx "
+          "before, %016llx after)",
+          (unsigned long long)carried->hashBefore,
+          (unsigned long long)carried->hashAfter);
+    run.trainer = std::move(next);
+    // Rows of the statistics belong to one compilation: start again.
+    if (!o.rangeStats.empty() && ranges.steps() > 0) {
+      llvm::outs() << "range statistics: starting again with the new step\n";
+      ranges = RangeStatistics();
+    }
+    return carried;
+  };
+  // What the numerics checks found in the step just run; false to stop.
+  auto afterStep = [&](Run &run, int64_t step) -> llvm::Error {
+    const StepRecord &r = run.records.back();
+    const StepSignature &stepSig = run.trainer->signature();
+    bool collect = !o.rangeStats.empty() &&
+                   (o.rangeStatsSteps == 0 || step - first < o.rangeStatsSteps);
+    bool explain = r.firstNonfinite >= 0 && o.checkNumerics &&
+                   !reportedFirstNonfinite;
+    std::vector<float> rows;
+    if (collect || explain) {
+      llvm::Expected<std::vector<float>> stats = run.trainer->numericsStats();
+      if (!stats)
+        return stats.takeError();
+      rows = std::move(*stats);
+    }
+    if (collect)
+      ranges.add(rows);
+    if (r.firstNonfinite >= 0) {
+      const CheckedOp *op = stepSig.findCheckedOp(r.firstNonfinite);
+      if (!op)
+        return llvm::createStringError(
+            std::errc::invalid_argument,
+            "the step reports op #%lld, which tg-check-numerics did not "
+            "watch",
+            (long long)r.firstNonfinite);
+      ++firstNonfiniteCounts[op->name];
+      if (explain) {
+        printNonfiniteReport(llvm::outs(), r, *op, rows);
+        reportedFirstNonfinite = true;
+      } else if (r.skipped && (o.checkNumerics || adapter) &&
+                 attributionLines < 20) {
+        llvm::outs() << "numerics: step " << r.step
+                     << " skipped (loss scale now " << formatScale(r)
+                     << "): first non-finite value from "
+                     << describeCheckedOp(*op) << "\n";
+        if (++attributionLines == 20)
+          llvm::outs() << "numerics: (further skipped steps are counted in "
+                          "the summary only)\n";
+      }
+    }
+    if (!adapter)
+      return llvm::Error::success();
+    auto hit = adapter->observe(r, stepSig);
+    if (!hit)
+      return llvm::Error::success();
+    // A copy: the table belongs to the step the re-plan replaces.
+    CheckedOp op = *hit->first;
+    if (!adapter->pin(op)) {
+      llvm::outs() << "adapt-precision: step " << r.step << ": "
+                   << describeCheckedOp(op) << " keeps overflowing ("
+                   << hit->second << "), but "
+                   << (op.pin.empty() ? "it has no precision to change"
+                                      : "it is pinned to f32 already")
+                   << "; leaving it\n";
+      return llvm::Error::success();
+    }
+    if (llvm::Error err = adapter->writePolicy())
+      return err;
+    std::unique_ptr<Trainer> next = compile(run.label, run.amp, adapter->path());
+    if (!next)
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "the re-planned step does not compile");
+    if (llvm::Error err = next->initialize(o.seed))
+      return err;
+    llvm::Expected<CarriedState> carried = switchTo(run, std::move(next));
+    if (!carried)
+      return carried.takeError();
+    std::vector<std::string> pinned(op.pin.begin(), op.pin.end());
+    llvm::outs() << "adapt-precision: step " << r.step << ": re-planned: "
+                 << describeCheckedOp(op) << " " << hit->second
+                 << "; pinned " << llvm::join(pinned, ", ")
+                 << " to f32; recompiled; carried " << carried->carried
+                 << " parameter and state tensors over unchanged (hash "
+                 << llvm::format_hex_no_prefix(carried->hashBefore, 16)
+                 << " before, "
+                 << llvm::format_hex_no_prefix(carried->hashAfter, 16)
+                 << " after); policy written to " << adapter->path() << "\n";
+    adapter->replans.push_back(
+        {r.step, op.name, std::move(pinned), hit->second, *carried});
+    return llvm::Error::success();
+  };
   for (int64_t step = first; step < o.steps; ++step) {
+    if (ampTrainer && step >= o.ampWarmupSteps) {
+      llvm::Expected<CarriedState> carried =
+          switchTo(runs[0], std::move(ampTrainer));
+      if (!carried)
+        return stop(llvm::toString(carried.takeError()));
+      llvm::outs() << "amp-warmup: step " << step + 1 << " on in "
+                   << runs[0].amp << ": carried " << carried->carried
+                   << " parameter and state tensors over from the FP32 step"
+                   << (carried->initialised.empty()
+                           ? std::string()
+                           : " (" + llvm::join(carried->initialised, ", ") +
+                                 " start from their initial values)")
+                   << "\n";
+    }
     for (Run &run : runs) {
       llvm::Expected<StepRecord> r = run.trainer->step(step, *data);
       if (!r)
@@ -498,6 +771,10 @@ int mp::runnerMain(int argc, char **argv) {
     }
     if (llvm::Error err = log.record(step + 1))
       return fail(std::move(err));
+    for (Run &run : runs)
+      if (llvm::Error err = afterStep(run, step))
+        return stop(run.label + " step " + llvm::Twine(step + 1) + ": " +
+                    llvm::toString(std::move(err)));
     for (Run &run : runs) {
       const StepRecord &r = run.records.back();
       if (std::isfinite(r.loss) || r.skipped)
@@ -549,6 +826,23 @@ int mp::runnerMain(int argc, char **argv) {
       llvm::outs() << ", loss scale " << formatScale(last);
     llvm::outs() << "\n";
   }
+  if (adapter) {
+    if (llvm::Error err = adapter->writePolicy())
+      return fail(std::move(err));
+    llvm::outs() << "adapt-precision: " << adapter->replans.size()
+                 << " re-plan" << (adapter->replans.size() == 1 ? "" : "s")
+                 << ", " << adapter->numPinned()
+                 << " op(s) pinned to f32; final policy written to "
+                 << adapter->path() << " (use it with --amp-options=policy="
+                 << adapter->path() << ")\n";
+  }
+  if (!o.rangeStats.empty()) {
+    const StepSignature &last = runs[0].trainer->signature();
+    if (llvm::Error err = ranges.write(o.rangeStats, last, runs[0].amp))
+      return fail(std::move(err));
+    ranges.printClosest(llvm::outs(), last, 5);
+    llvm::outs() << "range statistics written to " << o.rangeStats << "\n";
+  }
   if (runs.size() == 2) {
     if (runs[0].accuracy && runs[1].accuracy) {
       Disagreement d = compareClassifications(runs[0], runs[1]);
@@ -586,10 +880,36 @@ int mp::runnerMain(int argc, char **argv) {
       return fail(std::move(err));
     llvm::outs() << "loss curves written to " << o.plot << "\n";
   }
+  // What the numerics checks found, for the summary.
+  llvm::json::Object numericsJson;
+  if (o.ampWarmupSteps > 0)
+    numericsJson["amp_warmup_steps"] = int64_t(o.ampWarmupSteps);
+  if (!firstNonfiniteCounts.empty() || o.checkNumerics || adapter) {
+    llvm::json::Object counts;
+    for (auto &[name, count] : firstNonfiniteCounts)
+      counts[name] = count;
+    numericsJson["first_nonfinite_ops"] = std::move(counts);
+  }
+  if (adapter) {
+    llvm::json::Array replans;
+    for (const Replan &r : adapter->replans)
+      replans.push_back(llvm::json::Object{
+          {"step", r.step},
+          {"op", r.op},
+          {"pinned", llvm::json::Array(r.pinned)},
+          {"evidence", r.evidence},
+          {"carried_tensors", int64_t(r.state.carried)},
+          {"state_hash_before",
+           llvm::utohexstr(r.state.hashBefore, /*LowerCase=*/true, 16)},
+          {"state_hash_after",
+           llvm::utohexstr(r.state.hashAfter, /*LowerCase=*/true, 16)}});
+    numericsJson["replans"] = std::move(replans);
+    numericsJson["adapted_policy"] = adapter->path();
+  }
   if (!o.summary.empty())
     if (llvm::Error err =
             writeSummary(o, runs, *data, backendName(backend->backend), ampMode,
-                         first, stats, bufferBytes))
+                         first, stats, bufferBytes, std::move(numericsJson)))
       return fail(std::move(err));
   return 0;
 }

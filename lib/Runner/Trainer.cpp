@@ -30,6 +30,8 @@ Trainer::Trainer(std::string label, std::unique_ptr<CompiledStep> step)
   goodStepsArg = sig.findArgument("amp.good_steps");
   foundInfResult = sig.findOutput("amp.found_inf");
   logitsResult = sig.findOutput("logits");
+  firstNonfiniteResult = sig.findOutput("numerics.first_nonfinite");
+  statsResult = sig.findOutput("numerics.stats");
   for (auto [k, a] : llvm::enumerate(sig.arguments))
     if (a.role == tg::ArgRole::Label)
       labelArg = k;
@@ -161,6 +163,8 @@ llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
     wanted.push_back(*scaleArg);
   if (goodStepsArg)
     wanted.push_back(*goodStepsArg);
+  if (firstNonfiniteResult)
+    wanted.push_back(resultBuffer(*firstNonfiniteResult));
   // The step time covers the step and reading its scalars back, not the
   // batch's upload (a data loader's job, overlapped in real training).
   if (llvm::Error err = uploadBatch())
@@ -182,6 +186,8 @@ llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
     record.goodSteps = buffers[*goodStepsArg].getInt(0);
   if (foundInfResult)
     record.skipped = result(*foundInfResult).getInt(0) != 0;
+  if (firstNonfiniteResult)
+    record.firstNonfinite = result(*firstNonfiniteResult).getInt(0);
   skipped += record.skipped;
   record.skippedTotal = skipped;
   return record;
@@ -281,8 +287,64 @@ llvm::Expected<unsigned> Trainer::loadWeights(const Checkpoint &weights,
   return loaded;
 }
 
+llvm::Expected<std::vector<float>> Trainer::numericsStats() {
+  if (!statsResult)
+    return std::vector<float>();
+  unsigned k = resultBuffer(*statsResult);
+  if (llvm::Error err = executor->download(k))
+    return std::move(err);
+  if (llvm::Error err = executor->finish())
+    return std::move(err);
+  const HostTensor &t = buffers[k];
+  std::vector<float> rows(t.numElements());
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    rows[i] = float(t.getFloat(i));
+  return rows;
+}
+
+llvm::Expected<CarriedState> Trainer::adoptState(Trainer &from) {
+  if (llvm::Error err = from.downloadPersistent())
+    return std::move(err);
+  CarriedState state;
+  state.hashBefore = state.hashAfter = 0xcbf29ce484222325ull;
+  std::vector<unsigned> carried;
+  for (auto [k, a] : llvm::enumerate(signature().arguments)) {
+    if (!isPersistent(k))
+      continue;
+    std::optional<unsigned> source = from.signature().findArgument(a.name);
+    if (!source || !from.isPersistent(*source)) {
+      state.initialised.push_back(a.name);
+      continue;
+    }
+    const HostTensor &src = from.buffers[*source];
+    HostTensor &dst = buffers[k];
+    if (src.type != dst.type || src.shape != dst.shape)
+      return createStringError(std::errc::invalid_argument,
+                               "cannot carry '%s' over: it is %s in '%s' "
+                               "and %s in '%s'",
+                               a.name.c_str(), src.describe().c_str(),
+                               from.label().c_str(), dst.describe().c_str(),
+                               label().c_str());
+    llvm::copy(src.storage, dst.storage.begin());
+    state.hashBefore = fnv1a(src.data(), src.byteSize(), state.hashBefore);
+    carried.push_back(k);
+  }
+  if (llvm::Error err = uploadPersistent())
+    return std::move(err);
+  // Read back what the new step will use, so the hash checks the upload.
+  if (llvm::Error err = downloadPersistent())
+    return std::move(err);
+  for (unsigned k : carried)
+    state.hashAfter =
+        fnv1a(buffers[k].data(), buffers[k].byteSize(), state.hashAfter);
+  state.carried = carried.size();
+  skipped = from.skipped;
+  return state;
+}
+
 llvm::Expected<int64_t> Trainer::restore(const Checkpoint &ckpt,
-                                         llvm::StringRef path) {
+                                         llvm::StringRef path,
+                                         bool ampStateMayBeMissing) {
   auto fail = [&](const llvm::Twine &why) {
     return createStringError(std::errc::invalid_argument, "%s: %s",
                              path.str().c_str(), why.str().c_str());
@@ -302,6 +364,9 @@ llvm::Expected<int64_t> Trainer::restore(const Checkpoint &ckpt,
     if (!isPersistent(k))
       continue;
     auto it = ckpt.tensors.find(a.name);
+    if (it == ckpt.tensors.end() && ampStateMayBeMissing &&
+        llvm::StringRef(a.name).starts_with("amp."))
+      continue;
     if (it == ckpt.tensors.end())
       return fail("has no tensor '" + a.name + "'");
     if (it->second.type != buffers[k].type ||

@@ -24,6 +24,19 @@ struct StepRecord {
   bool skipped = false;
   int64_t skippedTotal = 0;
   double milliseconds = 0;
+  /// With tg-check-numerics: the id of the first op with a non-finite
+  /// result, or -1.
+  int64_t firstNonfinite = -1;
+};
+
+/// What Trainer::adoptState carried from one compiled step to another.
+struct CarriedState {
+  /// FNV-1a of the carried tensors: as the old step left them, and as the
+  /// new step holds them after the upload (read back from its buffers).
+  uint64_t hashBefore = 0, hashAfter = 0;
+  unsigned carried = 0;
+  /// Parameters and state the old step did not have (initial values).
+  std::vector<std::string> initialised;
 };
 
 class Trainer {
@@ -70,8 +83,21 @@ public:
                                        llvm::StringRef path);
 
   /// Restores parameters and state; returns the step to continue from.
-  llvm::Expected<int64_t> restore(const Checkpoint &ckpt,
-                                  llvm::StringRef path);
+  /// With `ampStateMayBeMissing` (an FP32 checkpoint resumed with mixed
+  /// precision), `amp.*` state the checkpoint lacks keeps its initial value.
+  llvm::Expected<int64_t> restore(const Checkpoint &ckpt, llvm::StringRef path,
+                                  bool ampStateMayBeMissing = false);
+
+  /// Takes over the parameters and state of `from` (another compilation of
+  /// the same model: a re-planned precision, or AMP after FP32 warm-up) by
+  /// name, bit for bit, and its count of skipped steps. Parameters and
+  /// state `from` lacks keep their initial values; a tensor both have with
+  /// different types or shapes is an error.
+  llvm::Expected<CarriedState> adoptState(Trainer &from);
+
+  /// This step's rows of `numerics.stats` (6 floats each), read back from
+  /// the last step; empty without tg-check-numerics.
+  llvm::Expected<std::vector<float>> numericsStats();
 
   /// FNV-1a of the parameters and optimizer state (not the loss scale).
   llvm::Expected<uint64_t> weightsHash();
@@ -103,7 +129,7 @@ private:
   std::vector<HostTensor> buffers;
   std::unique_ptr<Executor> executor;
   std::optional<unsigned> scaleArg, goodStepsArg, foundInfResult, logitsResult,
-      labelArg;
+      labelArg, firstNonfiniteResult, statsResult;
   int64_t skipped = 0;
 };
 
