@@ -590,6 +590,53 @@ std::vector<Case> cases() {
     };
     all.push_back(std::move(c));
   }
+  // Range statistics: exact, whatever the type; values of many binades with
+  // zeros, infinities and NaNs mixed in, over sizes that take one block and
+  // many.
+  for (mpElementType t : {MP_F16, MP_BF16, MP_F32, MP_F64})
+    for (int64_t n : {int64_t(1), int64_t(1000), int64_t(300000)})
+      for (bool special : {false, true}) {
+        Case c{std::string("tensor_stats ") + typeName(t) + " n=" +
+                   std::to_string(n) + (special ? " with inf/NaN/0" : ""),
+               ENTRY(tensor_stats), {}, 0, nullptr};
+        std::uniform_real_distribution<double> mant(-1, 1);
+        std::uniform_int_distribution<int> exp(-20, 12);
+        std::uniform_int_distribution<int> pick(0, 99);
+        int in = add(c, t, {n}, false, [&](int64_t) {
+          int k = pick(rng);
+          if (special && k == 0)
+            return double(INFINITY);
+          if (special && k == 1)
+            return -double(INFINITY);
+          if (special && k == 2)
+            return double(NAN);
+          if (special && k < 6)
+            return 0.0;
+          return std::ldexp(mant(rng), exp(rng));
+        });
+        int out = output(c, MP_F32, {1, 6});
+        c.fields = [=](Words &w, const Emit &e) { e(in); e(out); };
+        all.push_back(std::move(c));
+      }
+  for (int64_t status : {int64_t(-1), int64_t(3)})
+    for (bool bad : {false, true}) {
+      Case c{"record_nonfinite status=" + std::to_string(status) +
+                 (bad ? " with a non-finite row" : ""),
+             ENTRY(record_nonfinite), {}, 0, nullptr};
+      int in = scalar(c, MP_I64, double(status));
+      // Rows: min, max, amax, smallest, NaN count, infinity count.
+      int clean = add(c, MP_F32, {2, 6}, false, [](int64_t i) {
+        return i % 6 >= 4 ? 0.0 : 1.0;
+      });
+      int rows = add(c, MP_F32, {1, 6}, false, [=](int64_t i) {
+        return i == 5 && bad ? 2.0 : (i >= 4 ? 0.0 : 1.0);
+      });
+      int out = scalar(c, MP_I64, 0, true);
+      c.fields = [=](Words &w, const Emit &e) {
+        w.push_back(7); w.push_back(2); e(in); e(clean); e(rows); e(out);
+      };
+      all.push_back(std::move(c));
+    }
   for (bool overflow : {false, true}) {
     Case c{std::string("unscale_grads") + (overflow ? " with an overflow" : ""),
            ENTRY(unscale_grads), {}, 1, nullptr};

@@ -1073,3 +1073,56 @@ func.func @dropout_type(%x: tensor<4xf32>, %s: tensor<i64>) {
   %0 = tg.dropout %x, %s rate = 0.5 stream = 0 : (tensor<4xf32>, tensor<i64>) -> tensor<4xf16>
   return
 }
+
+// -----
+
+// Rule: tensor_stats returns one row of six statistics.
+func.func @tensor_stats_one_row(%x: tensor<4xf16>) {
+  // expected-error @+1 {{result must be tensor<1x6xf32> (rows of min, max, amax, smallest non-zero magnitude, NaN count, infinity count), got 'tensor<2x6xf32>'}}
+  %0 = tg.tensor_stats %x : tensor<4xf16> -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// Rule: tensor_stats reads floating-point tensors.
+func.func @tensor_stats_float_input(%x: tensor<4xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of}}
+  %0 = tg.tensor_stats %x : tensor<4xi32> -> tensor<1x6xf32>
+  return
+}
+
+// -----
+
+// Rule: record_nonfinite needs at least one row of statistics.
+func.func @record_nonfinite_needs_rows(%s: tensor<i64>) {
+  // expected-error @+1 {{needs at least one row of statistics}}
+  %0 = tg.record_nonfinite %s, {op_id = 0 : i64} : (tensor<i64>) -> tensor<i64>
+  return
+}
+
+// -----
+
+// Rule: record_nonfinite reads rows of six statistics.
+func.func @record_nonfinite_rows_of_six(%s: tensor<i64>, %r: tensor<1x5xf32>) {
+  // expected-error @+1 {{statistics #0 must be tensor<Kx6xf32> with K >= 1}}
+  %0 = tg.record_nonfinite %s, %r {op_id = 0 : i64} : (tensor<i64>, tensor<1x5xf32>) -> tensor<i64>
+  return
+}
+
+// -----
+
+// Rule: op ids are non-negative.
+func.func @record_nonfinite_op_id(%s: tensor<i64>, %r: tensor<1x6xf32>) {
+  // expected-error @+1 {{attribute 'op_id' failed to satisfy constraint}}
+  %0 = tg.record_nonfinite %s, %r {op_id = -1 : i64} : (tensor<i64>, tensor<1x6xf32>) -> tensor<i64>
+  return
+}
+
+// -----
+
+// Rule: tg.numerics is a table of entries with an id and a name.
+// expected-error @+1 {{'tg.numerics' must be an array of dictionaries with an integer 'id' and a string 'name', on a function}}
+func.func @numerics_table(%s: tensor<i64>) attributes {tg.numerics = [{id = 0 : i64}]} {
+  return
+}
