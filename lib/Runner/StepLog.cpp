@@ -67,6 +67,9 @@ llvm::Error StepLog::record(int64_t step) {
       else
         file->os() << llvm::json::Value(llvm::json::Object{
                           {"run", run->label},
+                          // The step's own precision: fp32 during
+                          // --amp-warmup-steps.
+                          {"precision", run->trainer->label()},
                           {"step", r.step},
                           {"loss", jsonNumber(r.loss)},
                           {"loss_scale", r.hasLossScale
