@@ -35,16 +35,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-SIZES = {
-    "mlp": dict(batch=512, inputs=1024, width=4096, layers=2, classes=1024),
-    "transformer": dict(batch=8, seq=256, d_model=512, heads=8, ffn=2048,
-                        layers=2, vocab=100),
-}
-QUICK = {
-    "mlp": dict(batch=32, inputs=64, width=128, layers=2, classes=10),
-    "transformer": dict(batch=2, seq=16, d_model=32, heads=4, ffn=64,
-                        layers=1, vocab=50),
-}
+# The models and sizes of cpu_step_times.py.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_step_times import QUICK, SIZES, flags  # noqa: E402
 
 VARIANTS = [
     ("plain", []),
@@ -98,13 +91,10 @@ def main():
             else:
                 sizes = (QUICK if a.quick else SIZES)[name]
                 path = os.path.join(tmp, name + ".mlir")
-                flags = []
-                for k, v in sizes.items():
-                    flags += ["--" + k.replace("_", "-"), str(v)]
                 subprocess.run([sys.executable,
                                 os.path.join(ROOT, "utils",
                                              "generate-train-step.py"),
-                                name, "-o", path] + flags, check=True)
+                                name, "-o", path] + flags(sizes), check=True)
                 models = [(name, path, a.steps)]
             for label, path, steps in models:
                 base = None

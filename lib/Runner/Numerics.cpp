@@ -7,7 +7,6 @@
 #include "mp/Support/FileOutput.h"
 
 #include "llvm/ADT/StringExtras.h"
-
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -147,6 +146,54 @@ llvm::Error RangeStatistics::write(llvm::StringRef path,
   });
 }
 
+llvm::Error RangeStatistics::annotateReport(llvm::StringRef path,
+                                            const StepSignature &sig) const {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(), "cannot read '%s': %s",
+                                   path.str().c_str(),
+                                   buffer.getError().message().c_str());
+  llvm::Expected<llvm::json::Value> report =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!report)
+    return report.takeError();
+  llvm::json::Object *root = report->getAsObject();
+  llvm::json::Array *functions = root ? root->getArray("functions") : nullptr;
+  if (!functions)
+    return llvm::createStringError(std::errc::invalid_argument,
+                                   "'%s' is not a precision report",
+                                   path.str().c_str());
+  for (llvm::json::Value &fn : *functions) {
+    llvm::json::Object *f = fn.getAsObject();
+    llvm::json::Array *ops = f ? f->getArray("ops") : nullptr;
+    if (!ops || f->getString("function") != llvm::StringRef(sig.entry))
+      continue;
+    for (llvm::json::Value &entry : *ops) {
+      llvm::json::Object *e = entry.getAsObject();
+      std::optional<llvm::StringRef> name = e ? e->getString("name") : std::nullopt;
+      if (!name)
+        continue;
+      for (const CheckedOp &op : sig.checkedOps) {
+        if (op.name != *name || op.resultRows.empty() ||
+            op.resultRows[0] < 0 || size_t(op.resultRows[0]) >= amax.size())
+          continue;
+        int64_t row = op.resultRows[0];
+        (*e)["range"] = llvm::json::Object{
+            {"steps", numSteps},
+            {"amax", jsonNumber(amax[row])},
+            {"smallest_nonzero", jsonNumber(aminNonZero[row])},
+            {"amax_over_f16_max", jsonNumber(amax[row] / kF16Max)},
+            {"nonfinite_steps", nonfiniteSteps[row]}};
+        break;
+      }
+    }
+  }
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
+    os << llvm::formatv("{0:2}", *report) << "\n";
+    return llvm::Error::success();
+  });
+}
+
 void RangeStatistics::printClosest(llvm::raw_ostream &os,
                                    const StepSignature &sig,
                                    unsigned count) const {
@@ -162,9 +209,9 @@ void RangeStatistics::printClosest(llvm::raw_ostream &os,
   os << "range statistics over " << numSteps
      << " steps; low-precision values closest to the f16 maximum (65504):\n";
   for (unsigned k = 0; k < count && k < low.size(); ++k)
-    os << llvm::formatv("  {0,-40} amax {1} ({2:f1}% of f16 max)\n",
+    os << llvm::formatv("  {0,-40} amax {1} ({2}% of the f16 maximum)\n",
                         low[k].second, num(low[k].first),
-                        100.0 * low[k].first / kF16Max);
+                        num(100.0 * low[k].first / kF16Max));
 }
 
 //===----------------------------------------------------------------------===//

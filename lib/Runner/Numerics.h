@@ -49,6 +49,10 @@ public:
   /// and bf16 limits.
   llvm::Error write(llvm::StringRef path, const StepSignature &sig,
                     llvm::StringRef amp) const;
+  /// Adds each op's ranges to the precision report at `path` (written by
+  /// tg-auto-mixed-precision's `report=`), as `range` in the op's entry.
+  llvm::Error annotateReport(llvm::StringRef path,
+                             const StepSignature &sig) const;
   /// The `count` ops whose low-precision results come closest to the f16
   /// maximum, for the run's summary line.
   void printClosest(llvm::raw_ostream &os, const StepSignature &sig,

@@ -842,6 +842,15 @@ int mp::runnerMain(int argc, char **argv) {
       return fail(std::move(err));
     ranges.printClosest(llvm::outs(), last, 5);
     llvm::outs() << "range statistics written to " << o.rangeStats << "\n";
+    // With the precision report when the run wrote one (report=...).
+    auto parsed =
+        tg::TGMixedPrecisionPipelineOptions::createFromString(o.ampOptions);
+    if (parsed && !parsed->reportFile.empty() && runs[0].amp != "off") {
+      if (llvm::Error err = ranges.annotateReport(parsed->reportFile, last))
+        return fail(std::move(err));
+      llvm::outs() << "ranges added to the precision report "
+                   << parsed->reportFile << "\n";
+    }
   }
   if (runs.size() == 2) {
     if (runs[0].accuracy && runs[1].accuracy) {
