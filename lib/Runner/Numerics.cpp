@@ -41,8 +41,7 @@ void printRange(llvm::raw_ostream &os, llvm::StringRef what, unsigned index,
   os << "min " << num(r.min) << ", max " << num(r.max) << ", amax "
      << num(r.amax) << ", smallest |x| > 0 " << num(r.aminNonZero);
   if (r.nans > 0 || r.infs > 0)
-    os << "; " << int64_t(r.nans) << " NaN, " << int64_t(r.infs)
-       << " infinite";
+    os << "; " << int64_t(r.nans) << " NaN, " << int64_t(r.infs) << " infinite";
   os << "\n";
 }
 
@@ -61,8 +60,7 @@ std::string runner::describeCheckedOp(const CheckedOp &op) {
 }
 
 void runner::printNonfiniteReport(llvm::raw_ostream &os,
-                                  const StepRecord &record,
-                                  const CheckedOp &op,
+                                  const StepRecord &record, const CheckedOp &op,
                                   llvm::ArrayRef<float> rows) {
   os << "numerics: step " << record.step
      << ": the first non-finite value came from " << op.op << " '" << op.name
@@ -72,8 +70,8 @@ void runner::printNonfiniteReport(llvm::raw_ostream &os,
   else
     os << "  (op #" << op.id << " of the step";
   os << (op.gradient ? ", a gradient op" : ", a forward op") << ")\n";
-  os << "  compute " << (op.compute.empty() ? "-" : op.compute)
-     << "; operands " << llvm::join(op.operandTypes, ", ") << "; results "
+  os << "  compute " << (op.compute.empty() ? "-" : op.compute) << "; operands "
+     << llvm::join(op.operandTypes, ", ") << "; results "
      << llvm::join(op.resultTypes, ", ") << "\n";
   for (auto [i, row] : llvm::enumerate(op.operandRows))
     printRange(os, "operand", i, op.operandTypes[i], row, rows);
@@ -170,12 +168,13 @@ llvm::Error RangeStatistics::annotateReport(llvm::StringRef path,
       continue;
     for (llvm::json::Value &entry : *ops) {
       llvm::json::Object *e = entry.getAsObject();
-      std::optional<llvm::StringRef> name = e ? e->getString("name") : std::nullopt;
+      std::optional<llvm::StringRef> name =
+          e ? e->getString("name") : std::nullopt;
       if (!name)
         continue;
       for (const CheckedOp &op : sig.checkedOps) {
-        if (op.name != *name || op.resultRows.empty() ||
-            op.resultRows[0] < 0 || size_t(op.resultRows[0]) >= amax.size())
+        if (op.name != *name || op.resultRows.empty() || op.resultRows[0] < 0 ||
+            size_t(op.resultRows[0]) >= amax.size())
           continue;
         int64_t row = op.resultRows[0];
         (*e)["range"] = llvm::json::Object{
@@ -223,10 +222,9 @@ llvm::Error PrecisionAdapter::loadUserPolicy() {
     return llvm::Error::success();
   auto buffer = llvm::MemoryBuffer::getFile(userPolicy);
   if (!buffer)
-    return llvm::createStringError(buffer.getError(),
-                                   "cannot read the policy file '%s': %s",
-                                   userPolicy.c_str(),
-                                   buffer.getError().message().c_str());
+    return llvm::createStringError(
+        buffer.getError(), "cannot read the policy file '%s': %s",
+        userPolicy.c_str(), buffer.getError().message().c_str());
   llvm::Expected<llvm::json::Value> json =
       llvm::json::parse((*buffer)->getBuffer());
   if (!json)
@@ -243,7 +241,8 @@ llvm::Error PrecisionAdapter::loadUserPolicy() {
 
 std::optional<std::pair<const CheckedOp *, std::string>>
 PrecisionAdapter::observe(const StepRecord &record, const StepSignature &sig) {
-  while (!blamed.empty() && blamed.front().first <= record.step - options.window)
+  while (!blamed.empty() &&
+         blamed.front().first <= record.step - options.window)
     blamed.pop_front();
   if (!record.skipped || record.firstNonfinite < 0)
     return std::nullopt;
@@ -255,19 +254,20 @@ PrecisionAdapter::observe(const StepRecord &record, const StepSignature &sig) {
       blamed, [&](const auto &b) { return b.second == op->name; });
   if (count >= options.skips)
     return std::make_pair(
-        op, llvm::formatv("{0} of the skipped steps in the last {1} steps "
-                          "(steps {2}..{3}) overflowed first in it",
-                          count, options.window,
-                          std::max<int64_t>(1, record.step - options.window + 1),
-                          record.step)
-                .str());
+        op,
+        llvm::formatv("{0} of the skipped steps in the last {1} steps "
+                      "(steps {2}..{3}) overflowed first in it",
+                      count, options.window,
+                      std::max<int64_t>(1, record.step - options.window + 1),
+                      record.step)
+            .str());
   if (record.hasLossScale && record.lossScale < options.minScale)
     return std::make_pair(
-        op, llvm::formatv("the loss scale fell to {0}, below the floor {1}, "
-                          "and step {2} still overflowed first in it",
-                          formatScale(record), num(options.minScale),
-                          record.step)
-                .str());
+        op,
+        llvm::formatv("the loss scale fell to {0}, below the floor {1}, "
+                      "and step {2} still overflowed first in it",
+                      formatScale(record), num(options.minScale), record.step)
+            .str());
   return std::nullopt;
 }
 

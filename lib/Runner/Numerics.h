@@ -1,4 +1,4 @@
-//===- Numerics.h - numerics checks and adaptive precision in mp-runner -*- C++ -*-===//
+//===- Numerics.h - numerics checks and adaptive precision -----*- C++ -*-===//
 //
 // What mp-runner does with a step instrumented by tg-check-numerics:
 //   - explains the first op that produced an infinity or a NaN (name,

@@ -251,7 +251,8 @@ llvm::Error checkOptions(const Options &o) {
   if (o.checkNumericsScope != "all" && o.checkNumericsScope != "forward" &&
       o.checkNumericsScope != "backward")
     return bad("--check-numerics-scope must be all, forward or backward, not "
-               "'" + o.checkNumericsScope + "'");
+               "'" +
+               o.checkNumericsScope + "'");
   if (!o.checkNumerics &&
       (o.checkNumericsScope != "all" || !o.checkNumericsOps.empty()))
     return bad("--check-numerics-scope and --check-numerics-ops need "
@@ -423,11 +424,10 @@ int mp::runnerMain(int argc, char **argv) {
 
   bool adapting = !o.adaptPrecision.empty();
   if ((adapting || o.ampWarmupSteps > 0) && ampMode == "off")
-    return fail(llvm::Twine(adapting ? "--adapt-precision"
-                                     : "--amp-warmup-steps") +
-                " needs --amp=f16 or --amp=bf16" +
-                (o.amp == "auto" ? " (--amp=auto chose FP32 on this backend)"
-                                 : ""));
+    return fail(
+        llvm::Twine(adapting ? "--adapt-precision" : "--amp-warmup-steps") +
+        " needs --amp=f16 or --amp=bf16" +
+        (o.amp == "auto" ? " (--amp=auto chose FP32 on this backend)" : ""));
   NumericsConfig numerics;
   numerics.enabled = o.checkNumerics || !o.rangeStats.empty() || adapting;
   numerics.scope = o.checkNumerics ? o.checkNumericsScope.getValue() : "all";
@@ -449,9 +449,9 @@ int mp::runnerMain(int argc, char **argv) {
   std::vector<std::unique_ptr<Session>> sessions;
   ModelShape modelShape;
   bool firstCompile = true;
-  auto compile = [&](const std::string &label, const std::string &mode,
-                     const std::string &policyFile)
-      -> std::unique_ptr<Trainer> {
+  auto compile =
+      [&](const std::string &label, const std::string &mode,
+          const std::string &policyFile) -> std::unique_ptr<Trainer> {
     sessions.push_back(std::make_unique<Session>());
     Session &session = *sessions.back();
     OwningOpRef<ModuleOp> module = loadModel(session, o.input, o.importing,
@@ -594,7 +594,8 @@ int mp::runnerMain(int argc, char **argv) {
                   llvm::Twine(first + o.steps) + ")");
   }
 
-  llvm::outs() << "mp-runner: " << o.input << " (" << runs[0].trainer->signature().entry << "), "
+  llvm::outs() << "mp-runner: " << o.input << " ("
+               << runs[0].trainer->signature().entry << "), "
                << data->description << "\n";
   if (!backend->note.empty())
     llvm::outs() << "mp-runner: " << backend->note << "\n";
@@ -646,8 +647,9 @@ int mp::runnerMain(int argc, char **argv) {
   std::map<std::string, int64_t> firstNonfiniteCounts;
   // Replaces the run's step by `next`, carrying the parameters and state
   // over bit for bit.
-  auto switchTo = [&](Run &run, std::unique_ptr<Trainer> next)
-      -> llvm::Expected<CarriedState> {
+  auto switchTo =
+      [&](Run &run,
+          std::unique_ptr<Trainer> next) -> llvm::Expected<CarriedState> {
     llvm::Expected<CarriedState> carried = next->adoptState(*run.trainer);
     if (!carried)
       return carried.takeError();
@@ -666,14 +668,15 @@ int mp::runnerMain(int argc, char **argv) {
     }
     return carried;
   };
-  // What the numerics checks found in the step just run; false to stop.
+  // What the numerics checks found in the step just run: reports, range
+  // statistics, and a re-plan when the evidence asks for one.
   auto afterStep = [&](Run &run, int64_t step) -> llvm::Error {
     const StepRecord &r = run.records.back();
     const StepSignature &stepSig = run.trainer->signature();
     bool collect = !o.rangeStats.empty() &&
                    (o.rangeStatsSteps == 0 || step - first < o.rangeStatsSteps);
-    bool explain = r.firstNonfinite >= 0 && o.checkNumerics &&
-                   !reportedFirstNonfinite;
+    bool explain =
+        r.firstNonfinite >= 0 && o.checkNumerics && !reportedFirstNonfinite;
     std::vector<float> rows;
     if (collect || explain) {
       llvm::Expected<std::vector<float>> stats = run.trainer->numericsStats();
@@ -724,7 +727,8 @@ int mp::runnerMain(int argc, char **argv) {
     }
     if (llvm::Error err = adapter->writePolicy())
       return err;
-    std::unique_ptr<Trainer> next = compile(run.label, run.amp, adapter->path());
+    std::unique_ptr<Trainer> next =
+        compile(run.label, run.amp, adapter->path());
     if (!next)
       return llvm::createStringError(std::errc::invalid_argument,
                                      "the re-planned step does not compile");
@@ -734,9 +738,9 @@ int mp::runnerMain(int argc, char **argv) {
     if (!carried)
       return carried.takeError();
     std::vector<std::string> pinned(op.pin.begin(), op.pin.end());
-    llvm::outs() << "adapt-precision: step " << r.step << ": re-planned: "
-                 << describeCheckedOp(op) << " " << hit->second
-                 << "; pinned " << llvm::join(pinned, ", ")
+    llvm::outs() << "adapt-precision: step " << r.step
+                 << ": re-planned: " << describeCheckedOp(op) << " "
+                 << hit->second << "; pinned " << llvm::join(pinned, ", ")
                  << " to f32; recompiled; carried " << carried->carried
                  << " parameter and state tensors over unchanged (hash "
                  << llvm::format_hex_no_prefix(carried->hashBefore, 16)
@@ -829,12 +833,13 @@ int mp::runnerMain(int argc, char **argv) {
   if (adapter) {
     if (llvm::Error err = adapter->writePolicy())
       return fail(std::move(err));
-    llvm::outs() << "adapt-precision: " << adapter->replans.size()
-                 << " re-plan" << (adapter->replans.size() == 1 ? "" : "s")
-                 << ", " << adapter->numPinned()
+    llvm::outs() << "adapt-precision: " << adapter->replans.size() << " re-plan"
+                 << (adapter->replans.size() == 1 ? "" : "s") << ", "
+                 << adapter->numPinned()
                  << " op(s) pinned to f32; final policy written to "
-                 << adapter->path() << " (use it with --amp-options=policy="
-                 << adapter->path() << ")\n";
+                 << adapter->path()
+                 << " (use it with --amp-options=policy=" << adapter->path()
+                 << ")\n";
   }
   if (!o.rangeStats.empty()) {
     const StepSignature &last = runs[0].trainer->signature();

@@ -186,8 +186,8 @@ inline bool isStatsRows(const mpTensor *t) {
 
 /// The arguments of mpRecordNonfinite.
 inline bool recordNonfiniteArguments(const mpTensor *status, int32_t count,
-                                     const mpTensor *stats,
-                                     const mpTensor *out, int64_t opId) {
+                                     const mpTensor *stats, const mpTensor *out,
+                                     int64_t opId) {
   if (!isScalar(status, MP_I64) || !isScalar(out, MP_I64) || count < 1 ||
       !stats || opId < 0)
     return false;

@@ -598,7 +598,10 @@ std::vector<Case> cases() {
       for (bool special : {false, true}) {
         Case c{std::string("tensor_stats ") + typeName(t) + " n=" +
                    std::to_string(n) + (special ? " with inf/NaN/0" : ""),
-               ENTRY(tensor_stats), {}, 0, nullptr};
+               ENTRY(tensor_stats),
+               {},
+               0,
+               nullptr};
         std::uniform_real_distribution<double> mant(-1, 1);
         std::uniform_int_distribution<int> exp(-20, 12);
         std::uniform_int_distribution<int> pick(0, 99);
@@ -615,25 +618,35 @@ std::vector<Case> cases() {
           return std::ldexp(mant(rng), exp(rng));
         });
         int out = output(c, MP_F32, {1, 6});
-        c.fields = [=](Words &w, const Emit &e) { e(in); e(out); };
+        c.fields = [=](Words &w, const Emit &e) {
+          e(in);
+          e(out);
+        };
         all.push_back(std::move(c));
       }
   for (int64_t status : {int64_t(-1), int64_t(3)})
     for (bool bad : {false, true}) {
       Case c{"record_nonfinite status=" + std::to_string(status) +
                  (bad ? " with a non-finite row" : ""),
-             ENTRY(record_nonfinite), {}, 0, nullptr};
+             ENTRY(record_nonfinite),
+             {},
+             0,
+             nullptr};
       int in = scalar(c, MP_I64, double(status));
       // Rows: min, max, amax, smallest, NaN count, infinity count.
-      int clean = add(c, MP_F32, {2, 6}, false, [](int64_t i) {
-        return i % 6 >= 4 ? 0.0 : 1.0;
-      });
+      int clean = add(c, MP_F32, {2, 6}, false,
+                      [](int64_t i) { return i % 6 >= 4 ? 0.0 : 1.0; });
       int rows = add(c, MP_F32, {1, 6}, false, [=](int64_t i) {
         return i == 5 && bad ? 2.0 : (i >= 4 ? 0.0 : 1.0);
       });
       int out = scalar(c, MP_I64, 0, true);
       c.fields = [=](Words &w, const Emit &e) {
-        w.push_back(7); w.push_back(2); e(in); e(clean); e(rows); e(out);
+        w.push_back(7);
+        w.push_back(2);
+        e(in);
+        e(clean);
+        e(rows);
+        e(out);
       };
       all.push_back(std::move(c));
     }

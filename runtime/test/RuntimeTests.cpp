@@ -1,6 +1,8 @@
 //===- RuntimeTests.cpp - CPU runtime kernels against references ----------===//
 //
-// usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv|dropout|numerics> [seed]
+// usage: mp-runtime-tests
+// <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv|dropout|numerics>
+// [seed]
 //
 // Each suite compares the runtime with a reference written here from the
 // specification, independently of the runtime's code:
@@ -1935,8 +1937,8 @@ void testNumericsChecks(std::mt19937_64 &rng) {
           if (v != 0)
             small = std::min(small, std::fabs(v));
         }
-        float expected[6] = {float(lo), float(hi), float(amax), float(small),
-                             float(nans), float(infs)};
+        float expected[6] = {float(lo),    float(hi),   float(amax),
+                             float(small), float(nans), float(infs)};
         float fast[6], ref[6];
         mpTensor in = tensorOf(storage.data(), t, {n});
         mpTensor out = tensorOf(fast, MP_F32, {1, 6});
@@ -1954,7 +1956,8 @@ void testNumericsChecks(std::mt19937_64 &rng) {
       }
   check(statsOk, "tensor_stats: min, max, amax, smallest non-zero magnitude, "
                  "NaN and infinity counts equal the float64 reference for "
-                 "f32, f16, bf16 and f64, 1 to 200000 elements" + firstBad);
+                 "f32, f16, bf16 and f64, 1 to 200000 elements" +
+                     firstBad);
   check(agreeOk, "tensor_stats: the fast and the reference kernels agree bit "
                  "for bit");
 
@@ -1978,8 +1981,7 @@ void testNumericsChecks(std::mt19937_64 &rng) {
   mpTensor s = tensorOf(&status, MP_I64, {});
   mpTensor o = tensorOf(&out, MP_I64, {});
   mpTensor wrong = tensorOf(bad, MP_F32, {1, 5});
-  check(mpRecordNonfinite(&s, 1, &wrong, &o, 0) ==
-                MP_ERROR_INVALID_ARGUMENT &&
+  check(mpRecordNonfinite(&s, 1, &wrong, &o, 0) == MP_ERROR_INVALID_ARGUMENT &&
             mpRecordNonfinite(&s, 0, &wrong, &o, 0) ==
                 MP_ERROR_INVALID_ARGUMENT &&
             mpTensorStats(&s, &o) == MP_ERROR_INVALID_ARGUMENT,
@@ -2163,9 +2165,10 @@ void testDropout(std::mt19937_64 &rng) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: mp-runtime-tests <convert|loss-scaling|optimizers|matmul|elementwise|softmax|norm-movement|conv|dropout|numerics> "
-                 "[seed]\n");
+    std::fprintf(stderr, "usage: mp-runtime-tests "
+                         "<convert|loss-scaling|optimizers|matmul|elementwise|"
+                         "softmax|norm-movement|conv|dropout|numerics> "
+                         "[seed]\n");
     return 2;
   }
   std::string suite = argv[1];

@@ -135,8 +135,8 @@ mpStatus mp::cuda::mpTensorStats(const mpTensor *in, mpTensor *stats) {
   if (!partials)
     return MP_ERROR_OUT_OF_MEMORY;
   auto *p = static_cast<Partial *>(partials.get());
-  statsPartialKernel<<<blocks, kThreads, 0, c->stream>>>(
-      in->data, in->elementType, n, p);
+  statsPartialKernel<<<blocks, kThreads, 0, c->stream>>>(in->data,
+                                                         in->elementType, n, p);
   statsFinalKernel<<<1, kThreads, 0, c->stream>>>(
       p, int(blocks), static_cast<float *>(stats->data));
   return launched("tensor statistics kernels") ? MP_OK : MP_ERROR_BACKEND;
@@ -160,8 +160,8 @@ mpStatus mp::cuda::mpRecordNonfinite(const mpTensor *status, int32_t count,
       table.count[used] = stats[i].shape[0];
     }
     // Later launches continue from what the first one wrote.
-    recordKernel<<<1, 1, 0, c->stream>>>(first == 0 ? in : result, table,
-                                         used, result, opId);
+    recordKernel<<<1, 1, 0, c->stream>>>(first == 0 ? in : result, table, used,
+                                         result, opId);
     if (!launched("record-nonfinite kernel"))
       return MP_ERROR_BACKEND;
   }

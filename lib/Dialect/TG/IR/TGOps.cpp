@@ -830,8 +830,7 @@ LogicalResult RecordNonfiniteOp::verify() {
   if (getStats().empty())
     return emitOpError("needs at least one row of statistics");
   for (auto [i, type] : llvm::enumerate(getStats().getTypes()))
-    if (failed(verifyStatsRows(*this, type, "statistics #" + Twine(i),
-                               false)))
+    if (failed(verifyStatsRows(*this, type, "statistics #" + Twine(i), false)))
       return failure();
   return success();
 }

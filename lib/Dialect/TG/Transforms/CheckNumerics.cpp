@@ -196,8 +196,7 @@ struct TGCheckNumericsPass
       }
       b.setInsertionPointAfter(last);
       status = RecordNonfiniteOp::create(b, op->getLoc(), counter, status,
-                                         resultRows,
-                                         b.getI64IntegerAttr(id));
+                                         resultRows, b.getI64IntegerAttr(id));
 
       // Pinning to f32 happens through the policy, which matches precision
       // ops by name; a cast is kept out of low precision by pinning the ops
@@ -245,13 +244,13 @@ struct TGCheckNumericsPass
     unsigned r = fn.getNumResults();
     auto output = [&](StringRef name) {
       return DictionaryAttr::get(
-          ctx, {NamedAttribute(TGDialect::kOutputAttr,
-                               StringAttr::get(ctx, name))});
+          ctx,
+          {NamedAttribute(TGDialect::kOutputAttr, StringAttr::get(ctx, name))});
     };
     if (failed(fn.insertResult(r, status.getType(),
                                output("numerics.first_nonfinite"))) ||
-        failed(fn.insertResult(r + 1, stats.getType(),
-                               output("numerics.stats"))))
+        failed(
+            fn.insertResult(r + 1, stats.getType(), output("numerics.stats"))))
       return signalPassFailure();
     terminator->insertOperands(terminator->getNumOperands(), {status, stats});
     fn->setAttr(TGDialect::kNumericsAttr, b.getArrayAttr(table));
