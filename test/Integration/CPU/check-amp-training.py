@@ -8,8 +8,13 @@ points *and* is significant: more than 4 standard deviations of McNemar's
 paired test (sqrt of the disagreements), which a fair pair of runs exceeds
 about once in 16000 tries.
 
+The FP32 run must have learned: its last loss at most 0.7 of its first,
+or, given [learned], the mean of its last 50 losses at most [learned] times
+the mean of its first 10 (for tasks whose single-batch losses are noisy).
+
 usage: check-amp-training.py <mp-runner [options]> <step.mlir> <amp> <steps>
            <max accuracy difference in points> <max mean loss difference>
+           [learned]
 """
 
 import json
@@ -23,6 +28,7 @@ import tempfile
 
 def main():
     runner, step, amp, steps, max_points, max_loss = sys.argv[1:7]
+    learned = float(sys.argv[7]) if len(sys.argv) > 7 else None
     seed = random.randrange(1 << 30)
     with tempfile.TemporaryDirectory() as tmp:
         summary = os.path.join(tmp, "summary.json")
@@ -56,8 +62,16 @@ def main():
                  % (points, allowed))
     if gap > float(max_loss):
         sys.exit("FAIL: loss curves differ by %.4f on average" % gap)
-    if fp32["losses"][-1] > 0.7 * fp32["losses"][0]:
+    losses = fp32["losses"]
+    if learned is None and losses[-1] > 0.7 * losses[0]:
         sys.exit("FAIL: the model did not learn")
+    if learned is not None:
+        ratio = (sum(losses[-50:]) / len(losses[-50:])) / (
+            sum(losses[:10]) / len(losses[:10]))
+        if ratio > learned:
+            sys.exit("FAIL: the model did not learn (mean of the last 50 "
+                     "losses %.3f of the first 10's, allowed %.2f)"
+                     % (ratio, learned))
     print("PASS")
 
 
