@@ -433,13 +433,15 @@ int mp::runnerMain(int argc, char **argv) {
   numerics.scope = o.checkNumerics ? o.checkNumericsScope.getValue() : "all";
   numerics.ops.assign(o.checkNumericsOps.begin(), o.checkNumericsOps.end());
   std::optional<PrecisionAdapter> adapter;
+  // The user's policy and report files, read once (lowerStep reports bad
+  // options with their location).
+  auto ampPipeline =
+      tg::TGMixedPrecisionPipelineOptions::createFromString(o.ampOptions);
   if (adapting) {
-    auto parsed =
-        tg::TGMixedPrecisionPipelineOptions::createFromString(o.ampOptions);
-    if (!parsed)
+    if (!ampPipeline)
       return fail("invalid --amp-options '" + o.ampOptions + "'");
     adapter.emplace(AdaptOptions{o.adaptSkips, o.adaptWindow, o.adaptMinScale},
-                    o.adaptPrecision, parsed->policyFile);
+                    o.adaptPrecision, ampPipeline->policyFile);
     if (llvm::Error err = adapter->loadUserPolicy())
       return fail(std::move(err));
   }
@@ -848,13 +850,13 @@ int mp::runnerMain(int argc, char **argv) {
     ranges.printClosest(llvm::outs(), last, 5);
     llvm::outs() << "range statistics written to " << o.rangeStats << "\n";
     // With the precision report when the run wrote one (report=...).
-    auto parsed =
-        tg::TGMixedPrecisionPipelineOptions::createFromString(o.ampOptions);
-    if (parsed && !parsed->reportFile.empty() && runs[0].amp != "off") {
-      if (llvm::Error err = ranges.annotateReport(parsed->reportFile, last))
+    if (ampPipeline && !ampPipeline->reportFile.empty() &&
+        runs[0].amp != "off") {
+      if (llvm::Error err =
+              ranges.annotateReport(ampPipeline->reportFile, last))
         return fail(std::move(err));
       llvm::outs() << "ranges added to the precision report "
-                   << parsed->reportFile << "\n";
+                   << ampPipeline->reportFile << "\n";
     }
   }
   if (runs.size() == 2) {
