@@ -175,29 +175,9 @@ llvm::Error runner::checkAmpSupported(Backend backend, llvm::StringRef amp) {
   return llvm::Error::success();
 }
 
-void runner::describeDevices(llvm::raw_ostream &os) {
-  mpCpuInfo f = mpGetCpuInfo();
-  os << "CPU: " << cpuName() << "\n"
-     << "  AVX2: " << yesNo(f.avx2) << ", AVX-512: " << yesNo(f.avx512)
-     << ", AVX-512 BF16: " << yesNo(f.avx512bf16) << ", AMX: " << yesNo(f.amx)
-     << ", F16C: " << yesNo(f.f16c) << "\n"
-     << "CPU backend: available, " << f.threads << " thread"
-     << (f.threads == 1 ? "" : "s") << "\n"
-     << "  matmuls: "
-     << (f.bf16Gemm ? "bf16 on bf16 instructions (oneDNN), f32 (oneDNN), "
-                      "f16 widened to f32"
-                    : "f32, with f16/bf16 widened to f32")
-     << "\n  conversions: "
-     << (f.avx512           ? "AVX-512"
-         : f.avx2 && f.f16c ? "AVX2 and F16C"
-         : f.avx2           ? "AVX2 (bf16), scalar (f16)"
-                            : "scalar")
-     << (f.fastKernels ? "" : " (reference kernels: MP_REFERENCE_KERNELS)")
-     << "\n";
-  auto [cpuAmp, cpuWhy] = defaultAmp(Backend::CPU);
-  os << "  --amp=auto on the CPU: " << cpuAmp << " (" << cpuWhy << ")\n";
 #ifdef MP_RUNTIME_HAS_CUDA
-  os << "CUDA backend: built for " << MP_CUDA_ARCHITECTURES << "\n";
+/// The GPUs the CUDA backend sees, and what --amp=auto picks on them.
+static void describeGpus(llvm::raw_ostream &os) {
   if (!nvidiaDevicePresent()) {
     os << "  no GPU found (no NVIDIA device on this machine)\n"
        << "  --backend=auto runs on the CPU\n";
@@ -231,6 +211,54 @@ void runner::describeDevices(llvm::raw_ostream &os) {
   }
   auto [gpuAmp, gpuWhy] = defaultAmp(Backend::CUDA);
   os << "  --amp=auto on the GPU: " << gpuAmp << " (" << gpuWhy << ")\n";
+}
+
+/// The CUDA libraries the backend opens at run time, and where they were
+/// found (or where they were looked for).
+static void describeCudaLibraries(llvm::raw_ostream &os) {
+  os << "  CUDA libraries (opened at run time; MP_CUDA_LIBRARY_PATH adds "
+        "directories):\n";
+  for (mprtCudaLibrary library :
+       {MPRT_CUDA_CUBLASLT, MPRT_CUDA_CUDNN, MPRT_CUDA_NCCL}) {
+    mprtCudaLibraryInfo info;
+    if (mprtCudaFindLibrary(library, &info) != MP_OK)
+      continue;
+    const char *use = info.required ? "" : " (not used by this version)";
+    if (info.found)
+      os << "    " << info.name << " " << info.version << ": " << info.path
+         << use << "\n";
+    else
+      os << "    " << info.name << ": not found" << use << ": " << info.detail
+         << "\n";
+  }
+}
+#endif
+
+void runner::describeDevices(llvm::raw_ostream &os) {
+  mpCpuInfo f = mpGetCpuInfo();
+  os << "CPU: " << cpuName() << "\n"
+     << "  AVX2: " << yesNo(f.avx2) << ", AVX-512: " << yesNo(f.avx512)
+     << ", AVX-512 BF16: " << yesNo(f.avx512bf16) << ", AMX: " << yesNo(f.amx)
+     << ", F16C: " << yesNo(f.f16c) << "\n"
+     << "CPU backend: available, " << f.threads << " thread"
+     << (f.threads == 1 ? "" : "s") << "\n"
+     << "  matmuls: "
+     << (f.bf16Gemm ? "bf16 on bf16 instructions (oneDNN), f32 (oneDNN), "
+                      "f16 widened to f32"
+                    : "f32, with f16/bf16 widened to f32")
+     << "\n  conversions: "
+     << (f.avx512           ? "AVX-512"
+         : f.avx2 && f.f16c ? "AVX2 and F16C"
+         : f.avx2           ? "AVX2 (bf16), scalar (f16)"
+                            : "scalar")
+     << (f.fastKernels ? "" : " (reference kernels: MP_REFERENCE_KERNELS)")
+     << "\n";
+  auto [cpuAmp, cpuWhy] = defaultAmp(Backend::CPU);
+  os << "  --amp=auto on the CPU: " << cpuAmp << " (" << cpuWhy << ")\n";
+#ifdef MP_RUNTIME_HAS_CUDA
+  os << "CUDA backend: built for " << MP_CUDA_ARCHITECTURES << "\n";
+  describeGpus(os);
+  describeCudaLibraries(os);
 #else
   os << "CUDA backend: not part of this build (no CUDA toolkit was found, or "
         "MP_ENABLE_CUDA=OFF)\n";

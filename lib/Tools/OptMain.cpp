@@ -9,6 +9,7 @@
 
 #include "mp/Tools/OptMain.h"
 
+#include "mp/InitAll.h"
 #include "mp/Support/FileOutput.h"
 #include "mp/Tools/InputGuard.h"
 
@@ -63,4 +64,14 @@ int mp::optMain(int argc, char **argv, llvm::StringRef toolName,
     return EXIT_FAILURE;
   }
   return EXIT_SUCCESS;
+}
+
+int mp::mpOptMain(int argc, char **argv,
+                  void (*registerMore)(DialectRegistry &)) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllPasses();
+  if (registerMore)
+    registerMore(registry);
+  return optMain(argc, argv, "mp optimizer driver\n", registry);
 }

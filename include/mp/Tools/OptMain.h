@@ -20,6 +20,13 @@ namespace mp {
 int optMain(int argc, char **argv, llvm::StringRef toolName,
             mlir::DialectRegistry &registry);
 
+/// mp-opt: optMain with every mp dialect, interface and pass registered,
+/// plus what `registerMore` adds (mp-opt's test interfaces, in builds with
+/// the tests). The whole main lives in the library so that a tool linked
+/// against the distribution's shared library needs no MLIR symbol itself.
+int mpOptMain(int argc, char **argv,
+              void (*registerMore)(mlir::DialectRegistry &) = nullptr);
+
 } // namespace mp
 
 #endif // MP_TOOLS_OPTMAIN_H

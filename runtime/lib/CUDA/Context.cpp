@@ -9,6 +9,7 @@
 
 #include "Context.h"
 #include "Kernels.h"
+#include "Libraries.h"
 
 #include "../Entry.h"
 
@@ -141,8 +142,8 @@ bool mp::cuda::ok(cudaError_t status, const char *call) {
 bool mp::cuda::ok(cublasStatus_t status, const char *call) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return true;
-  rt::setDetail(std::string(call) + ": " + cublasLtGetStatusString(status) +
-                " (" + cublasLtGetStatusName(status) + ")");
+  rt::setDetail(std::string(call) + ": " + lt().cublasLtGetStatusString(status) +
+                " (" + lt().cublasLtGetStatusName(status) + ")");
   return false;
 }
 
@@ -244,6 +245,8 @@ mpStatus mprtCudaInitialize(int32_t device) {
                   std::to_string(count) + " found)");
     return failWith(MP_ERROR_NO_DEVICE, "mprtCudaInitialize");
   }
+  if (!loadCublasLt())
+    return failWith(MP_ERROR_BACKEND, "mprtCudaInitialize");
   Context c;
   c.device = device;
   c.workspaceSize = size_t(32) << 20; // cuBLASLt's recommendation for Hopper
@@ -252,7 +255,7 @@ mpStatus mprtCudaInitialize(int32_t device) {
           "cudaGetDeviceProperties") ||
       !ok(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking),
           "cudaStreamCreateWithFlags") ||
-      !ok(cublasLtCreate(&c.lt), "cublasLtCreate") ||
+      !ok(lt().cublasLtCreate(&c.lt), "cublasLtCreate") ||
       !ok(cudaMalloc(&c.workspace, c.workspaceSize), "cudaMalloc"))
     return failWith(MP_ERROR_BACKEND, "mprtCudaInitialize");
   ctx = c;

@@ -15,6 +15,7 @@
 
 #include "Context.h"
 #include "Kernels.h"
+#include "Libraries.h"
 
 #include "../Entry.h"
 
@@ -60,10 +61,10 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
   ~Plan() {
     if (desc)
-      cublasLtMatmulDescDestroy(desc);
+      lt().cublasLtMatmulDescDestroy(desc);
     for (cublasLtMatrixLayout_t l : {a, b, d})
       if (l)
-        cublasLtMatrixLayoutDestroy(l);
+        lt().cublasLtMatrixLayoutDestroy(l);
   }
 };
 
@@ -77,18 +78,18 @@ int alignmentOf(const void *p) {
 
 bool makeLayout(cublasLtMatrixLayout_t &layout, mpElementType type,
                 int64_t rows, int64_t cols, int64_t batch, int64_t stride) {
-  if (!ok(cublasLtMatrixLayoutCreate(&layout, dataType(type), rows, cols,
+  if (!ok(lt().cublasLtMatrixLayoutCreate(&layout, dataType(type), rows, cols,
                                      rows),
           "cublasLtMatrixLayoutCreate"))
     return false;
   if (batch == 1)
     return true;
   int32_t count = int32_t(batch);
-  return ok(cublasLtMatrixLayoutSetAttribute(
+  return ok(lt().cublasLtMatrixLayoutSetAttribute(
                 layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                 sizeof(count)),
             "cublasLtMatrixLayoutSetAttribute") &&
-         ok(cublasLtMatrixLayoutSetAttribute(
+         ok(lt().cublasLtMatrixLayoutSetAttribute(
                 layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                 sizeof(stride)),
             "cublasLtMatrixLayoutSetAttribute");
@@ -106,13 +107,13 @@ const Plan *planFor(Context &c, const GemmShape &s) {
   cudaDataType_t scale = f64 ? CUDA_R_64F : CUDA_R_32F;
   cublasOperation_t opA = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (!ok(cublasLtMatmulDescCreate(&plan->desc, compute, scale),
+  if (!ok(lt().cublasLtMatmulDescCreate(&plan->desc, compute, scale),
           "cublasLtMatmulDescCreate") ||
-      !ok(cublasLtMatmulDescSetAttribute(plan->desc,
+      !ok(lt().cublasLtMatmulDescSetAttribute(plan->desc,
                                          CUBLASLT_MATMUL_DESC_TRANSA, &opA,
                                          sizeof(opA)),
           "cublasLtMatmulDescSetAttribute") ||
-      !ok(cublasLtMatmulDescSetAttribute(plan->desc,
+      !ok(lt().cublasLtMatmulDescSetAttribute(plan->desc,
                                          CUBLASLT_MATMUL_DESC_TRANSB, &opB,
                                          sizeof(opB)),
           "cublasLtMatmulDescSetAttribute"))
@@ -125,7 +126,7 @@ const Plan *planFor(Context &c, const GemmShape &s) {
       !makeLayout(plan->d, s.dType, s.m, s.n, s.batch, s.strideD))
     return nullptr;
   cublasLtMatmulPreference_t preference = nullptr;
-  if (!ok(cublasLtMatmulPreferenceCreate(&preference),
+  if (!ok(lt().cublasLtMatmulPreferenceCreate(&preference),
           "cublasLtMatmulPreferenceCreate"))
     return nullptr;
   uint64_t workspace = c.workspaceSize;
@@ -133,31 +134,31 @@ const Plan *planFor(Context &c, const GemmShape &s) {
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   bool good =
-      ok(cublasLtMatmulPreferenceSetAttribute(
+      ok(lt().cublasLtMatmulPreferenceSetAttribute(
              preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
              sizeof(workspace)),
          "cublasLtMatmulPreferenceSetAttribute") &&
-      ok(cublasLtMatmulPreferenceSetAttribute(
+      ok(lt().cublasLtMatmulPreferenceSetAttribute(
              preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA,
              sizeof(alignA)),
          "cublasLtMatmulPreferenceSetAttribute") &&
-      ok(cublasLtMatmulPreferenceSetAttribute(
+      ok(lt().cublasLtMatmulPreferenceSetAttribute(
              preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB,
              sizeof(alignB)),
          "cublasLtMatmulPreferenceSetAttribute") &&
-      ok(cublasLtMatmulPreferenceSetAttribute(
+      ok(lt().cublasLtMatmulPreferenceSetAttribute(
              preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignD,
              sizeof(alignD)),
          "cublasLtMatmulPreferenceSetAttribute") &&
-      ok(cublasLtMatmulPreferenceSetAttribute(
+      ok(lt().cublasLtMatmulPreferenceSetAttribute(
              preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD,
              sizeof(alignD)),
          "cublasLtMatmulPreferenceSetAttribute") &&
-      ok(cublasLtMatmulAlgoGetHeuristic(c.lt, plan->desc, plan->a, plan->b,
+      ok(lt().cublasLtMatmulAlgoGetHeuristic(c.lt, plan->desc, plan->a, plan->b,
                                         plan->d, plan->d, preference, 1,
                                         &result, &found),
          "cublasLtMatmulAlgoGetHeuristic");
-  cublasLtMatmulPreferenceDestroy(preference);
+  lt().cublasLtMatmulPreferenceDestroy(preference);
   if (!good)
     return nullptr;
   if (!found) {
@@ -178,7 +179,7 @@ mpStatus gemm(Context &c, GemmShape s, const void *a, const void *b, void *d) {
   float alpha32 = 1, beta32 = 0;
   double alpha64 = 1, beta64 = 0;
   bool f64 = s.abType == MP_F64;
-  MP_CUDA_TRY(cublasLtMatmul(
+  MP_CUDA_TRY(lt().cublasLtMatmul(
       c.lt, plan->desc, f64 ? static_cast<const void *>(&alpha64) : &alpha32,
       a, plan->a, b, plan->b,
       f64 ? static_cast<const void *>(&beta64) : &beta32, d, plan->d, d,

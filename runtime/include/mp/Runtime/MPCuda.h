@@ -47,15 +47,50 @@ typedef struct mprtCudaDeviceInfo {
   int32_t fp8TensorCores;  /* sm_89 and later */
 } mprtCudaDeviceInfo;
 
+/* The CUDA libraries the backend opens at run time. It links the CUDA
+ * runtime statically and no other CUDA library, so that it starts, and says
+ * what is missing, on machines without them. Each is searched, in order, in
+ * the directories of MP_CUDA_LIBRARY_PATH (':'-separated), on the dynamic
+ * loader's path (LD_LIBRARY_PATH, ld.so.cache, /lib, /usr/lib), in
+ * $CUDA_HOME, $CUDA_PATH and /usr/local/cuda{,-13,-13.*} (lib64,
+ * targets/<arch>/lib), then in the `nvidia-*` wheels of Python
+ * environments (beside each python3 on PATH, $VIRTUAL_ENV, $CONDA_PREFIX,
+ * ~/.local, /usr/local, /usr, each PYTHONPATH entry) and $CONDA_PREFIX/lib.
+ * cuBLASLt is required; this version calls neither cuDNN nor NCCL and only
+ * reports them. */
+typedef enum mprtCudaLibrary {
+  MPRT_CUDA_CUBLASLT = 0, /* libcublasLt.so.13 */
+  MPRT_CUDA_CUDNN = 1,    /* libcudnn.so.9 */
+  MPRT_CUDA_NCCL = 2,     /* libnccl.so.2 */
+} mprtCudaLibrary;
+
+typedef struct mprtCudaLibraryInfo {
+  const char *name;   /* "cuBLASLt" */
+  const char *soname; /* "libcublasLt.so.13" */
+  int32_t required;   /* the backend cannot run without it */
+  int32_t found;      /* opened */
+  char version[32];   /* "13.1.0"; empty when not found */
+  char path[1024];    /* the file opened; empty when not found */
+  char detail[2048];  /* when not found: where it was searched, and why a
+                         file that exists could not be opened */
+} mprtCudaLibraryInfo;
+
+/* Finds and opens `library` (once; later calls report the first result).
+ * MP_ERROR_INVALID_ARGUMENT for an unknown library or a null `info`;
+ * otherwise MP_OK, with `info->found` saying whether it was found. */
+mpStatus mprtCudaFindLibrary(mprtCudaLibrary library,
+                             mprtCudaLibraryInfo *info);
+
 /* Number of CUDA devices; 0 (with an error recorded that says why) when
  * there is none or no usable driver. */
 int32_t mprtCudaDeviceCount(void);
 
 mpStatus mprtCudaQueryDevice(int32_t device, mprtCudaDeviceInfo *info);
 
-/* Selects `device` and creates the stream, the cuBLASLt handle and its
- * workspace. Idempotent for the same device. MP_ERROR_NO_DEVICE when there
- * is no CUDA device. */
+/* Selects `device`, opens cuBLASLt (mprtCudaFindLibrary) and creates the
+ * stream, the cuBLASLt handle and its workspace. Idempotent for the same
+ * device. MP_ERROR_NO_DEVICE when there is no CUDA device; MP_ERROR_BACKEND,
+ * with the places searched, when cuBLASLt cannot be found. */
 mpStatus mprtCudaInitialize(int32_t device);
 
 /* Device memory from the caching allocator (the memory of compiled steps). */
