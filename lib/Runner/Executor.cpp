@@ -218,19 +218,24 @@ static void describeGpus(llvm::raw_ostream &os) {
 static void describeCudaLibraries(llvm::raw_ostream &os) {
   os << "  CUDA libraries (opened at run time; MP_CUDA_LIBRARY_PATH adds "
         "directories):\n";
+  bool missing = false;
   for (mprtCudaLibrary library :
        {MPRT_CUDA_CUBLASLT, MPRT_CUDA_CUDNN, MPRT_CUDA_NCCL}) {
     mprtCudaLibraryInfo info;
     if (mprtCudaFindLibrary(library, &info) != MP_OK)
       continue;
-    const char *use = info.required ? "" : " (not used by this version)";
-    if (info.found)
+    const char *use = info.required ? "" : "; not used by this version";
+    if (info.found) {
       os << "    " << info.name << " " << info.version << ": " << info.path
-         << use << "\n";
-    else
-      os << "    " << info.name << ": not found" << use << ": " << info.detail
-         << "\n";
+         << (info.required ? "" : " (not used by this version)") << "\n";
+      continue;
+    }
+    missing = true;
+    os << "    " << info.name << ": not found (" << info.soname << use << ")"
+       << (*info.detail ? std::string("; ") + info.detail : "") << "\n";
   }
+  if (missing)
+    os << "    searched, in order: " << mprtCudaLibrarySearchOrder() << "\n";
 }
 #endif
 

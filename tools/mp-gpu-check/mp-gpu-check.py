@@ -294,9 +294,11 @@ def stage_device(r, machine, out):
             "or later (it is built for sm_80 and sm_90, with PTX for later "
             "GPUs)" % machine.capability)
     elif not machine.libraries.get("cuBLASLt", (False, ""))[0]:
-        machine.gpu_problem = "cuBLASLt: " + (
+        searched = re.search(r"^    searched, in order: (.+)$", info, re.M)
+        machine.gpu_problem = "cuBLASLt: %s%s" % (
             machine.libraries.get("cuBLASLt", (False, ""))[1]
-            or "not reported by mp-runner --device-info")
+            or "not reported by mp-runner --device-info",
+            "; searched " + searched.group(1) if searched else "")
     # The first note is the stage's line in the summary's table.
     if machine.gpu_problem:
         notes.insert(0, "GPU stages skipped: " + machine.gpu_problem)

@@ -141,7 +141,9 @@ std::string formatVersion(const Spec &spec, void *handle) {
 
 struct Found {
   void *handle = nullptr;
-  std::string path, version, detail;
+  std::string path, version;
+  /// Files that exist but do not open, and why ("" when there are none).
+  std::string failures;
 };
 
 /// The file `handle` was opened from.
@@ -156,7 +158,6 @@ std::string pathOf(void *handle, const std::string &fallback) {
 Found find(mprtCudaLibrary library) {
   const Spec &spec = kSpecs[library];
   Found found;
-  std::string failures;
   auto tryOpen = [&](const std::string &file, bool mustExist) {
     if (mustExist && access(file.c_str(), F_OK) != 0)
       return false;
@@ -166,8 +167,9 @@ Found find(mprtCudaLibrary library) {
       // The bare soname failing on the loader's path is the normal case.
       if (mustExist) {
         const char *error = dlerror();
-        failures += "; " + file + " exists but does not open: " +
-                    (error ? error : "unknown error");
+        found.failures += std::string(found.failures.empty() ? "" : "; ") +
+                          file + " exists but does not open: " +
+                          (error ? error : "unknown error");
       }
       return false;
     }
@@ -184,10 +186,15 @@ Found find(mprtCudaLibrary library) {
   for (const std::string &dir : searchDirectories(library))
     if (tryOpen(dir + "/" + spec.soname, true))
       return found;
-  found.detail = std::string(spec.name) + " (" + spec.soname +
-                 ") was not found in " + kSearchedPlaces + failures +
-                 "; set MP_CUDA_LIBRARY_PATH to the directory that holds it";
   return found;
+}
+
+/// Why `library` is missing, in full: for error messages.
+std::string notFoundMessage(mprtCudaLibrary library, const Found &f) {
+  const Spec &spec = kSpecs[library];
+  return std::string(spec.name) + " (" + spec.soname + ") was not found in " +
+         kSearchedPlaces + (f.failures.empty() ? "" : "; " + f.failures) +
+         "; set MP_CUDA_LIBRARY_PATH to the directory that holds it";
 }
 
 /// Each library is searched once per process.
@@ -237,7 +244,7 @@ const CublasLt *mp::cuda::loadCublasLt() {
   std::call_once(once, [] {
     const Found &f = cached(MPRT_CUDA_CUBLASLT);
     if (!f.handle) {
-      missing = f.detail;
+      missing = notFoundMessage(MPRT_CUDA_CUBLASLT, f);
       return;
     }
 #define MP_CUBLASLT_RESOLVE(name)                                              \
@@ -272,7 +279,7 @@ extern "C" mpStatus mprtCudaFindLibrary(mprtCudaLibrary library,
   info->soname = spec.soname;
   info->required = spec.required;
   info->found = f.handle != nullptr;
-  std::string detail = f.detail;
+  std::string detail = f.failures;
   if (library == MPRT_CUDA_CUBLASLT && f.handle && !loadCublasLt()) {
     info->found = 0;
     detail = rt::takeDetail();
@@ -282,4 +289,8 @@ extern "C" mpStatus mprtCudaFindLibrary(mprtCudaLibrary library,
   std::snprintf(info->path, sizeof(info->path), "%s", f.path.c_str());
   std::snprintf(info->detail, sizeof(info->detail), "%s", detail.c_str());
   return MP_OK;
+}
+
+extern "C" const char *mprtCudaLibrarySearchOrder(void) {
+  return kSearchedPlaces;
 }

@@ -71,8 +71,9 @@ typedef struct mprtCudaLibraryInfo {
   int32_t found;      /* opened */
   char version[32];   /* "13.1.0"; empty when not found */
   char path[1024];    /* the file opened; empty when not found */
-  char detail[2048];  /* when not found: where it was searched, and why a
-                         file that exists could not be opened */
+  char detail[2048];  /* files that exist but could not be opened, and why;
+                         for cuBLASLt, also a library that lacks a function
+                         the backend calls */
 } mprtCudaLibraryInfo;
 
 /* Finds and opens `library` (once; later calls report the first result).
@@ -80,6 +81,9 @@ typedef struct mprtCudaLibraryInfo {
  * otherwise MP_OK, with `info->found` saying whether it was found. */
 mpStatus mprtCudaFindLibrary(mprtCudaLibrary library,
                              mprtCudaLibraryInfo *info);
+
+/* The places searched, in order, in words (for messages). */
+const char *mprtCudaLibrarySearchOrder(void);
 
 /* Number of CUDA devices; 0 (with an error recorded that says why) when
  * there is none or no usable driver. */
