@@ -128,3 +128,31 @@ if config.mp_has_onnx:
                             "comparisons are reported UNSUPPORTED")
     if have_ort and onnx_python:
         config.available_features.add("onnxruntime")
+
+# The relocatable distribution (utils/mp dist), where it has been built:
+# mp-dist, with %mp_dist (the tarball) and %mp_version. bare-root: a bare
+# Debian root can be made for it (debootstrap, as root, with Debian's mirror
+# reachable).
+import glob
+import re
+dists = sorted(glob.glob(os.path.join(config.mp_obj_root, "dist",
+                                      "mp-*-linux-x86_64.tar.xz")))
+if dists:
+    config.available_features.add("mp-dist")
+    config.substitutions.append(("%mp_dist", dists[-1]))
+    config.substitutions.append(
+        ("%mp_version", re.search(r"mp-([^/]*)-linux-x86_64\.tar\.xz$",
+                                  dists[-1]).group(1)))
+    probe = subprocess.run(
+        [config.python_executable,
+         os.path.join(config.test_source_root, "Dist", "check-bare-root.py"),
+         "--probe"], capture_output=True, text=True, timeout=60)
+    if probe.returncode == 0:
+        config.available_features.add("bare-root")
+    else:
+        lit_config.note("no bare Debian root for the distribution (%s): "
+                        "test/Dist/bare-root.test is reported UNSUPPORTED"
+                        % probe.stdout.strip())
+else:
+    lit_config.note("no distribution built (utils/mp dist): the tests of "
+                    "test/Dist are reported UNSUPPORTED")

@@ -12,13 +12,21 @@
 #   MLIR are in the package once.
 # - Every binary finds its libraries relative to itself: DT_RPATH
 #   $ORIGIN/../lib (executables) and $ORIGIN (libraries). DT_RPATH rather
-#   than DT_RUNPATH, because the loader searches DT_RPATH for dependencies
-#   of dependencies too: the carried oneDNN finds the carried libgomp and
-#   libOpenCL through it, without patching third-party files.
+#   than DT_RUNPATH, so that LD_LIBRARY_PATH cannot swap a carried library
+#   for another version.
 # - mp_install_runtime_dependencies copies the shared libraries the
-#   installed binaries need, apart from glibc's own, into lib/.
+#   installed binaries need, apart from glibc's own, into lib/, and sets
+#   their DT_RPATH to $ORIGIN with patchelf (as auditwheel does for Python
+#   wheels): each resolves its own dependencies there, also when a program
+#   of the user's (an mp-compile step, say) links them.
 #
 #===------------------------------------------------------------------------===#
+
+find_program(MP_PATCHELF patchelf)
+if(NOT MP_PATCHELF)
+  message(FATAL_ERROR "mp: the distribution needs patchelf (utils/mp setup "
+    "installs it)")
+endif()
 
 set(LLVM_LINK_LLVM_DYLIB OFF)
 # What MLIR's libraries in mp's link closure use from LLVM (the JIT with
@@ -109,6 +117,12 @@ function(mp_install_runtime_dependencies)
         continue() # the distribution's own
       endif()
       file(COPY_FILE \"\${mp_real}\" \"\${CMAKE_INSTALL_PREFIX}/lib/\${mp_name}\")
+      execute_process(COMMAND ${MP_PATCHELF} --force-rpath --set-rpath
+          \"\\\$ORIGIN\" \"\${CMAKE_INSTALL_PREFIX}/lib/\${mp_name}\"
+        RESULT_VARIABLE mp_status)
+      if(NOT mp_status EQUAL 0)
+        message(FATAL_ERROR \"mp: patchelf failed on lib/\${mp_name}\")
+      endif()
       message(STATUS \"Carried: \${mp_real} as lib/\${mp_name}\")
       list(APPEND mp_owned \"\${mp_real}\")
     endforeach()
