@@ -95,10 +95,11 @@ class StageFailed(Exception):
     """Ends a stage as failed: a one-line reason and the first lines of
     the evidence."""
 
-    def __init__(self, reason, details=()):
+    def __init__(self, reason, details=(), table=()):
         super().__init__(reason)
         self.reason = reason
         self.details = list(details)
+        self.table = list(table)  # what a stage measured before it failed
 
 
 class SkipStage(Exception):
@@ -245,6 +246,37 @@ def parse_device_info(text, machine):
                 else (False, m.group(2)))
 
 
+def gpu_problem(info, machine, have_driver):
+    """Why the GPU stages cannot run, in one line (the first reason), or
+    None when they can: from `mp-runner --device-info` (`info`, already
+    parsed into `machine`) and whether any trace of the NVIDIA driver was
+    found."""
+    no_device = re.search(r"^  no CUDA device: (.+)$", info, re.M)
+    if not have_driver:
+        return ("no NVIDIA driver: none of /dev/nvidiactl, /dev/nvidia0, "
+                "/proc/driver/nvidia/version exists and nvidia-smi is not "
+                "installed")
+    if "no GPU found" in info:
+        return "no GPU: mp-runner finds no NVIDIA device"
+    if no_device:
+        return "no usable CUDA device: " + no_device.group(1)
+    if "CUDA backend:" not in info:
+        return "this mp was built without the CUDA backend"
+    if not machine.gpu:
+        return "mp-runner --device-info lists no GPU"
+    if machine.capability and machine.capability < (8, 0):
+        return ("GPU 0 has compute capability %d.%d; the CUDA backend needs "
+                "8.0 or later (it is built for sm_80 and sm_90, with PTX for "
+                "later GPUs)" % machine.capability)
+    found, detail = machine.libraries.get("cuBLASLt", (False, ""))
+    if not found:
+        searched = re.search(r"^    searched, in order: (.+)$", info, re.M)
+        return "cuBLASLt: %s%s" % (
+            detail or "not reported by mp-runner --device-info",
+            "; searched " + searched.group(1) if searched else "")
+    return None
+
+
 def stage_device(r, machine, out):
     notes = []
     driver_files = [p for p in ("/dev/nvidiactl", "/dev/nvidia0",
@@ -276,29 +308,8 @@ def stage_device(r, machine, out):
         if name in machine.libraries:
             notes.append("%s: %s" % (name, machine.libraries[name][1]))
 
-    # Why the GPU stages cannot run, if they cannot: the first reason.
-    no_device = re.search(r"^  no CUDA device: (.+)$", info, re.M)
-    if not driver_files and not smi:
-        machine.gpu_problem = ("no NVIDIA driver: none of /dev/nvidiactl, "
-                               "/dev/nvidia0, /proc/driver/nvidia/version "
-                               "exists and nvidia-smi is not installed")
-    elif "no GPU found" in info:
-        machine.gpu_problem = "no GPU: mp-runner finds no NVIDIA device"
-    elif no_device:
-        machine.gpu_problem = "no usable CUDA device: " + no_device.group(1)
-    elif not machine.gpu:
-        machine.gpu_problem = "mp-runner --device-info lists no GPU"
-    elif machine.capability and machine.capability < (8, 0):
-        machine.gpu_problem = (
-            "GPU 0 has compute capability %d.%d; the CUDA backend needs 8.0 "
-            "or later (it is built for sm_80 and sm_90, with PTX for later "
-            "GPUs)" % machine.capability)
-    elif not machine.libraries.get("cuBLASLt", (False, ""))[0]:
-        searched = re.search(r"^    searched, in order: (.+)$", info, re.M)
-        machine.gpu_problem = "cuBLASLt: %s%s" % (
-            machine.libraries.get("cuBLASLt", (False, ""))[1]
-            or "not reported by mp-runner --device-info",
-            "; searched " + searched.group(1) if searched else "")
+    machine.gpu_problem = gpu_problem(info, machine,
+                                      bool(driver_files or smi))
     # The first note is the stage's line in the summary's table.
     if machine.gpu_problem:
         notes.insert(0, "GPU stages skipped: " + machine.gpu_problem)
@@ -356,7 +367,7 @@ def stage_kernels(r, machine, out):
 
 def lit_command(out, paths, extra=()):
     launcher = ("import sys; sys.path.insert(0, %r); "
-                "from lit.main import main; main()"
+                "sys.argv[0] = 'lit'; from lit.main import main; main()"
                 % os.path.join(SHARE, "lit"))
     return ([sys.executable, "-c", launcher, "-v", "--show-unsupported",
              "-j", "4", "--param", "exec_root=" + os.path.join(out, "lit")]
@@ -493,8 +504,9 @@ def stage_benchmark(r, machine, out):
     errors = [l for l in text.splitlines() if " failed: " in l]
     if status is None:
         raise StageFailed("the benchmark did not finish within the stage's "
-                          "limit (%d table rows so far)" % max(0, len(table) - 2),
-                          tail(text), )
+                          "limit (%d table rows so far)"
+                          % max(0, len(table) - 2), tail(text),
+                          table if len(table) > 2 else ())
     # Exit status 1 means targets missed: the benchmark ran.
     if status not in (0, 1) or len(table) <= 2:
         raise StageFailed("the benchmark failed (exit status %s)" % status,
@@ -662,6 +674,7 @@ def main():
             result.status = "failed"
             result.reason = e.reason
             result.details = e.details
+            result.table = e.table
         except Exception as e:  # a bug here must not lose the other stages
             result.status = "failed"
             result.reason = "mp-gpu-check: %s: %s" % (type(e).__name__, e)
