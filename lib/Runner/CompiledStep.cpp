@@ -1,6 +1,7 @@
 //===- CompiledStep.cpp - a training step compiled for the runtime --------===//
 
-#include "CompiledStep.h"
+#include "mp/Runner/CompiledStep.h"
+#include "mp/Runner/HostTensor.h"
 
 #include "mp/Conversion/Passes.h"
 #include "mp/Dialect/TG/IR/TGDialect.h"
@@ -37,28 +38,6 @@ using namespace mlir;
 using namespace mp;
 using namespace mp::runner;
 using llvm::createStringError;
-
-std::optional<unsigned>
-StepSignature::findArgument(llvm::StringRef name) const {
-  for (auto [k, a] : llvm::enumerate(arguments))
-    if (a.name == name)
-      return k;
-  return std::nullopt;
-}
-
-std::optional<unsigned> StepSignature::findOutput(llvm::StringRef name) const {
-  for (auto [k, r] : llvm::enumerate(results))
-    if (r.kind == tg::StepResult::Kind::Output && r.name == name)
-      return k;
-  return std::nullopt;
-}
-
-const CheckedOp *StepSignature::findCheckedOp(int64_t id) const {
-  for (const CheckedOp &op : checkedOps)
-    if (op.id == id)
-      return &op;
-  return nullptr;
-}
 
 FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
                                       llvm::StringRef options) {

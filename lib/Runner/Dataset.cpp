@@ -1,6 +1,6 @@
 //===- Dataset.cpp - training data for mp-runner --------------------------===//
 
-#include "Dataset.h"
+#include "mp/Runner/Dataset.h"
 
 #include "mp/Dialect/TG/IR/TGOps.h"
 

@@ -1,6 +1,6 @@
 //===- Executor.cpp - where a compiled step runs --------------------------===//
 
-#include "Executor.h"
+#include "mp/Runner/Executor.h"
 
 #ifdef MP_RUNTIME_HAS_CUDA
 #include "mp/Runtime/MPCuda.h"

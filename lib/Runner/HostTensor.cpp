@@ -1,6 +1,6 @@
 //===- HostTensor.cpp - host tensors, .npy and safetensors ----------------===//
 
-#include "HostTensor.h"
+#include "mp/Runner/HostTensor.h"
 
 #include "mp/Support/FileOutput.h"
 #include "mp/Support/Json.h"

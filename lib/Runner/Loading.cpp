@@ -7,8 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Loading.h"
-#include "ImportFlags.h"
+#include "mp/Runner/Loading.h"
 
 #include "mp/InitAll.h"
 #include "mp/Tools/InputGuard.h"
@@ -20,6 +19,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mp::runner;
@@ -81,28 +81,19 @@ OwningOpRef<ModuleOp> mp::runner::loadModule(Session &session,
   return module;
 }
 
-OwningOpRef<ModuleOp> mp::runner::loadModel(Session &session,
-                                            llvm::StringRef path,
-                                            const ImportFlags &flags,
-                                            llvm::StringRef loss) {
-  if (!isOnnxFile(path)) {
-    if (!flags.inputShape.empty() || !flags.freeze.empty() ||
-        flags.batchSize.getNumOccurrences()) {
-      llvm::errs() << "error: --input-shape, --batch-size and --freeze are "
-                      "for ONNX models; '"
-                   << path << "' is MLIR\n";
-      return nullptr;
-    }
+bool mp::runner::isOnnxFile(llvm::StringRef path) {
+  return llvm::sys::path::extension(path).equals_insensitive(".onnx");
+}
+
+OwningOpRef<ModuleOp>
+mp::runner::loadModel(Session &session, llvm::StringRef path,
+                      const OnnxImportOptions &options) {
+  if (!isOnnxFile(path))
     return loadModule(session, path);
-  }
 #ifdef MP_HAS_ONNX
-  llvm::Expected<OnnxImportOptions> options = flags.options(loss);
-  if (!options) {
-    llvm::errs() << "error: " << llvm::toString(options.takeError()) << "\n";
-    return nullptr;
-  }
-  return importOnnxModel(path, &session.context, *options);
+  return importOnnxModel(path, &session.context, options);
 #else
+  (void)options;
   llvm::errs() << "error: '" << path
                << "' is an ONNX model, and this mp was built without the "
                   "ONNX importer (configure with libonnx-dev installed)\n";

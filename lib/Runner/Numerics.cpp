@@ -1,10 +1,9 @@
 //===- Numerics.cpp - numerics checks and adaptive precision in mp-runner -===//
 
-#include "Numerics.h"
-
-#include "RunReport.h"
+#include "mp/Runner/Numerics.h"
 
 #include "mp/Support/FileOutput.h"
+#include "mp/Support/Json.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -1,6 +1,8 @@
 //===- Trainer.cpp - drives a compiled step -------------------------------===//
 
-#include "Trainer.h"
+#include "mp/Runner/Trainer.h"
+
+#include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
 #include <cmath>
@@ -9,6 +11,12 @@
 using namespace mp;
 using namespace mp::runner;
 using llvm::createStringError;
+
+std::string runner::formatScale(const StepRecord &r) {
+  if (!r.hasLossScale)
+    return "-";
+  return llvm::formatv("{0}", r.lossScale).str();
+}
 
 static uint64_t fnv1a(const void *data, size_t size, uint64_t h) {
   const auto *p = static_cast<const unsigned char *>(data);

@@ -1,6 +1,6 @@
 //===- Weights.cpp - initial weights in safetensors files -----------------===//
 
-#include "Weights.h"
+#include "mp/Runner/Weights.h"
 
 #include "mp/Dialect/TG/IR/TGDialect.h"
 

@@ -2,6 +2,8 @@
 
 #include "mp/Support/Json.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 Expected<json::Value> mp::parseJson(StringRef text) {
@@ -32,4 +34,10 @@ Expected<json::Value> mp::parseJson(StringRef text) {
     }
   }
   return json::parse(text);
+}
+
+json::Value mp::jsonNumber(double v) {
+  if (std::isfinite(v))
+    return v;
+  return nullptr;
 }

@@ -1,5 +1,5 @@
 //===- mp-compile.cpp - compile a tg step ahead of time -------------------===//
 
-#include "mp/Runner/Runner.h"
+#include "mp/Tools/mp-compile/CompileMain.h"
 
 int main(int argc, char **argv) { return mp::compileMain(argc, argv); }

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mp/Tools/OptMain.h"
+#include "mp/Tools/mp-opt/MpOptMain.h"
 
 #ifdef MP_INCLUDE_TESTS
 #include "mlir/IR/DialectRegistry.h"

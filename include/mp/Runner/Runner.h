@@ -1,32 +1,81 @@
-//===- Runner.h - the mp-runner and mp-compile drivers ----------*- C++ -*-===//
+//===- Runner.h - train a tg model from C++ ---------------------*- C++ -*-===//
 //
-// Entry points of the tools, so that their mains stay a line long:
-//   mp-runner   compiles a tg training step (mixed-precision pipeline, then
-//               tg-lower-to-llvm), JIT-compiles it and trains a model;
-//   mp-compile  compiles a step ahead of time to an object file and a C
-//               header that an application links with the mp runtime;
-//   mp-grad-check  checks the gradients tg-make-train-step derives for a
-//               forward function against finite differences;
-//   mp-import-onnx  imports an ONNX model as a tg forward function (builds
-//               with the ONNX importer).
+// The runner library in one include: what mp-runner does, for a compiler or
+// a program that embeds mp and trains a step without running the tool.
+//
+//   runner::Session session;                              // Loading.h
+//   OwningOpRef<ModuleOp> module =
+//       runner::loadModel(session, "model.onnx", importOptions);
+//   runner::makeTrainStep(*module, "", "optimizer=adam");  // CompiledStep.h
+//   runner::CompileOptions options;                        // below
+//   options.amp.mode = "bf16";
+//   Expected<std::unique_ptr<runner::Trainer>> trainer =
+//       runner::compileTrainer(*module, options, "bf16");
+//   Expected<runner::Dataset> data = runner::makeSyntheticDataset(
+//       (*trainer)->signature(), shape, seed, 8192, 1024);  // Dataset.h
+//   (*trainer)->initialize(seed);                           // Trainer.h
+//   for (int64_t i = 0; i < steps; ++i)
+//     (*trainer)->step(i, *data);
+//   (*trainer)->evaluate(*data, 0, progress);
+//   runner::writeSafetensors("ckpt.safetensors",            // HostTensor.h
+//                            *(*trainer)->checkpoint(steps, metadata));
+//
+// examples/embedding/train-step.cpp is a complete program. The layers, from
+// the bottom: HostTensor (host tensors, .npy, safetensors) and
+// StepSignature (a lowered step's calling convention), then Dataset,
+// CompiledStep (lowering, the JIT, object files), Loading and Weights
+// (reading models), then Executor (backends), Trainer, Numerics (the
+// numerics checks' reports and adaptive precision). A header includes only
+// the layers below it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MP_RUNNER_RUNNER_H
 #define MP_RUNNER_RUNNER_H
 
-namespace mp {
+#include "mp/Runner/CompiledStep.h"
+#include "mp/Runner/Dataset.h"
+#include "mp/Runner/Executor.h"
+#include "mp/Runner/HostTensor.h"
+#include "mp/Runner/Loading.h"
+#include "mp/Runner/Trainer.h"
 
-int runnerMain(int argc, char **argv);
+#include "llvm/Support/Error.h"
 
-int compileMain(int argc, char **argv);
+namespace mp::runner {
 
-int gradCheckMain(int argc, char **argv);
+/// How compileTrainer compiles and runs a step.
+struct CompileOptions {
+  /// The step function; empty: the one marked tg.train_step.
+  std::string entry;
+  AmpConfig amp;
+  NumericsConfig numerics;
+  Backend backend = Backend::CPU;
+  /// LLVM's optimisation level for the JIT.
+  unsigned optLevel = 2;
+  /// On CUDA: replay the step as a CUDA graph after warm-up.
+  bool cudaGraphs = true;
+};
 
-int importOnnxMain(int argc, char **argv);
+/// An error that MLIR's diagnostic handler has reported already, with its
+/// location: callers print nothing more for it.
+class DiagnosedError : public llvm::ErrorInfo<DiagnosedError> {
+public:
+  static char ID;
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override;
+};
 
-int onnxTestMain(int argc, char **argv);
+/// Lowers the training step of `module` in place (mixed precision, the
+/// numerics checks, tg-lower-to-llvm: lowerStep), JIT-compiles it for
+/// `options.backend` and returns a Trainer named `label` that owns it. A
+/// module holding a forward function must go through makeTrainStep first.
+/// Problems in the IR are reported through the context's diagnostic
+/// handler and return a DiagnosedError; others return their message.
+llvm::Expected<std::unique_ptr<Trainer>>
+compileTrainer(mlir::ModuleOp module, const CompileOptions &options,
+               std::string label);
 
-} // namespace mp
+} // namespace mp::runner
 
 #endif // MP_RUNNER_RUNNER_H

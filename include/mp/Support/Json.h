@@ -22,6 +22,10 @@ constexpr unsigned kMaxJsonNesting = 256;
 /// at most kMaxJsonNesting levels deep.
 llvm::Expected<llvm::json::Value> parseJson(llvm::StringRef text);
 
+/// `v` as a JSON number; JSON has no infinities or NaNs, so they become
+/// null.
+llvm::json::Value jsonNumber(double v);
+
 } // namespace mp
 
 #endif // MP_SUPPORT_JSON_H

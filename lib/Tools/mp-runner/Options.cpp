@@ -1,0 +1,58 @@
+//===- Options.cpp - mp-runner's command line -----------------------------===//
+
+#include "Options.h"
+
+using namespace mp;
+using namespace mp::tools;
+
+/// Checks the options that do not need the step.
+llvm::Error tools::checkOptions(const Options &o) {
+  auto bad = [](const llvm::Twine &message) {
+    return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                   message.str().c_str());
+  };
+  if (o.input.empty())
+    return bad("no training step given (mp-runner <step.mlir>; see --help)");
+  if (o.amp != "f16" && o.amp != "bf16" && o.amp != "off" && o.amp != "auto")
+    return bad("--amp must be f16, bf16, off or auto, not '" + o.amp + "'");
+  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
+    return bad("--backend must be cpu, cuda or auto, not '" + o.backend + "'");
+  if (o.steps < 1)
+    return bad("--steps must be at least 1");
+  if (o.compare && (!o.resume.empty() || !o.checkpoint.empty()))
+    return bad("--compare does not take checkpoints");
+  if (o.trainSamples < 1)
+    return bad("--train-samples must be positive");
+  if (o.evalSamples < 0)
+    return bad("--eval-samples must be 0 (all) or positive");
+  if (o.onNonFinite != "stop" && o.onNonFinite != "warn")
+    return bad("--on-nonfinite must be stop or warn, not '" + o.onNonFinite +
+               "'");
+  if (!o.evalData.empty() && o.data.empty())
+    return bad("--eval-data needs --data (the synthetic tasks have their own "
+               "held-out split)");
+  if (o.checkpointEvery < 0 || o.logEvery < 0)
+    return bad("--checkpoint-every and --log-every must not be negative");
+  if (o.compare && (o.checkNumerics || !o.rangeStats.empty() ||
+                    !o.adaptPrecision.empty() || o.ampWarmupSteps > 0))
+    return bad("--check-numerics, --range-stats, --adapt-precision and "
+               "--amp-warmup-steps apply to one run, not to --compare");
+  if (o.checkNumericsScope != "all" && o.checkNumericsScope != "forward" &&
+      o.checkNumericsScope != "backward")
+    return bad("--check-numerics-scope must be all, forward or backward, not "
+               "'" +
+               o.checkNumericsScope + "'");
+  if (!o.checkNumerics &&
+      (o.checkNumericsScope != "all" || !o.checkNumericsOps.empty()))
+    return bad("--check-numerics-scope and --check-numerics-ops need "
+               "--check-numerics");
+  if (o.rangeStatsSteps < 0 || (o.rangeStatsSteps > 0 && o.rangeStats.empty()))
+    return bad("--range-stats-steps must not be negative, and needs "
+               "--range-stats");
+  if (o.adaptSkips < 1 || o.adaptWindow < 1 || !(o.adaptMinScale >= 0))
+    return bad("--adapt-skips and --adapt-window must be at least 1, and "
+               "--adapt-min-scale not negative");
+  if (o.ampWarmupSteps < 0)
+    return bad("--amp-warmup-steps must not be negative");
+  return llvm::Error::success();
+}
