@@ -10,6 +10,7 @@ import importlib.util
 import os
 import sys
 
+sys.dont_write_bytecode = True  # nothing written into the source tree
 spec = importlib.util.spec_from_file_location("mp_gpu_check", sys.argv[1])
 check = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(check)
