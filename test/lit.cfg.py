@@ -129,6 +129,14 @@ if config.mp_has_onnx:
     if have_ort and onnx_python:
         config.available_features.add("onnxruntime")
 
+# root: the tests that make device nodes (mknod) run as root only, and are
+# reported UNSUPPORTED otherwise.
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    config.available_features.add("root")
+else:
+    lit_config.note("not root: the tests that make device nodes are "
+                    "reported UNSUPPORTED")
+
 # The relocatable distribution (utils/mp dist), where it has been built:
 # mp-dist, with %mp_dist (the tarball) and %mp_version. bare-root: a bare
 # Debian root can be made for it (debootstrap, as root, with Debian's mirror

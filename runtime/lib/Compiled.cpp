@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -71,14 +72,39 @@ struct Profile {
     if (const char *p = std::getenv("MP_PROFILE_KERNELS"))
       path = p;
   }
+  /// Where the totals go, as mp's tools write files (mp/Support/
+  /// FileOutput.h; the runtime links no LLVM): a device or a FIFO is written
+  /// in place ("" is returned), a symbolic link is followed to the file it
+  /// names, beside which the temporary goes.
+  static std::string destination(const std::string &path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return "";
+    std::string current = path;
+    for (int hops = 0; hops < 40; ++hops) {
+      char target[4096];
+      ssize_t n = ::readlink(current.c_str(), target, sizeof(target) - 1);
+      if (n < 0)
+        return current; // not a link (or gone): the file itself
+      target[n] = 0;
+      size_t slash = current.rfind('/');
+      current = target[0] == '/' || slash == std::string::npos
+                    ? std::string(target)
+                    : current.substr(0, slash + 1) + target;
+    }
+    return current;
+  }
+
   /// Writes the totals through a temporary file, so a reader never sees
   /// half of them.
   ~Profile() {
     if (path.empty())
       return;
+    std::string target = destination(path);
     // The temporary is per process: runs sharing one profile path must
     // not write into each other's.
-    std::string tmp = path + ".tmp" + std::to_string(getpid());
+    std::string tmp =
+        target.empty() ? path : target + ".tmp" + std::to_string(getpid());
     FILE *f = std::fopen(tmp.c_str(), "w");
     bool ok = f != nullptr;
     if (f) {
@@ -94,10 +120,12 @@ struct Profile {
       ok = !std::ferror(f);
       ok &= std::fclose(f) == 0;
     }
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (!ok || (!target.empty() &&
+                std::rename(tmp.c_str(), target.c_str()) != 0)) {
       std::fprintf(stderr, "mp runtime: cannot write MP_PROFILE_KERNELS=%s\n",
                    path.c_str());
-      std::remove(tmp.c_str());
+      if (!target.empty())
+        std::remove(tmp.c_str());
     }
   }
 };

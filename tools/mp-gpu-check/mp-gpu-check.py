@@ -528,6 +528,10 @@ STAGE_FUNCTIONS = {
 # ---------------------------------------------------------------------------
 
 def write_atomically(path, text):
+    """Writes `path` through a temporary renamed over it; a symbolic link is
+    written through to the file it names (docs/Runtime.md: files are the
+    user's)."""
+    path = os.path.realpath(path)
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".summary-", dir=directory)
     try:

@@ -9,6 +9,13 @@
 // half-written and nothing aborts (raw_fd_ostream would report_fatal_error
 // on an unchecked error when destroyed).
 //
+// The files are the user's: a path that is a symbolic link is written
+// through to the file it names (the link stays, and the temporary is made
+// beside the target, on its file system); a device or a FIFO (/dev/null,
+// /dev/stdout, a shell's process substitution) is written in place, never
+// replaced by a regular file; a directory, a socket or a file the user may
+// not write is an error naming the path.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef MP_SUPPORT_FILEOUTPUT_H
@@ -24,9 +31,11 @@
 
 namespace mp {
 
-/// A file being written: a temporary next to `path` until commit().
-/// Destroying an uncommitted AtomicFile removes the temporary. The path "-"
-/// writes to standard output directly, "/dev/null" nowhere.
+/// A file being written: a temporary next to the file `path` names until
+/// commit(). Destroying an uncommitted AtomicFile removes the temporary.
+/// The path "-" writes to standard output directly; a device or a FIFO is
+/// written directly (commit() reports its write errors, and nothing written
+/// there can be taken back).
 class AtomicFile {
 public:
   /// Creates the temporary file.
@@ -35,7 +44,8 @@ public:
   ~AtomicFile();
 
   llvm::raw_ostream &os() { return *stream; }
-  llvm::StringRef path() const { return destination; }
+  /// The path as given.
+  llvm::StringRef path() const { return given; }
   /// Flushes and reports a write error that has happened so far, without
   /// ending the file (for files written incrementally, such as logs).
   llvm::Error check();
@@ -46,13 +56,18 @@ public:
 
 private:
   AtomicFile() = default;
+  /// "cannot <what> '<path>' (<target>): <reason>".
+  llvm::Error cannot(std::error_code ec, llvm::StringRef what) const;
+  /// Discards the file and returns cannot(ec, what).
   llvm::Error fail(std::error_code ec, llvm::StringRef what);
 
-  std::string destination;
+  /// The path as given, and the file it names (links followed).
+  std::string given, destination;
   llvm::SmallString<128> temporary;
   std::unique_ptr<llvm::raw_fd_ostream> file;
-  std::unique_ptr<llvm::raw_ostream> discarded;
   llvm::raw_ostream *stream = nullptr;
+  /// A device or a FIFO, written directly.
+  bool inPlace = false;
   bool done = false;
 };
 
