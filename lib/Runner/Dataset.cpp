@@ -3,8 +3,10 @@
 #include "mp/Runner/Dataset.h"
 
 #include "mp/Dialect/TG/IR/TGOps.h"
+#include "mp/Support/Memory.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <cstring>
@@ -99,6 +101,20 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
     return unsupported("its batch dimension is empty");
   trainSamples = std::max(batch, trainSamples / batch * batch);
   evalSamples = std::max(batch, evalSamples / batch * batch);
+  // Both splits of both arrays, checked before anything is allocated.
+  uint64_t bytes = 0;
+  for (const StepArgument *a : {&x, &y}) {
+    std::optional<uint64_t> perBatch = checkedByteSize(a->type, a->shape);
+    uint64_t samples = uint64_t(trainSamples) + uint64_t(evalSamples), all;
+    if (!perBatch || __builtin_mul_overflow(*perBatch / batch, samples, &all) ||
+        __builtin_add_overflow(bytes, all, &bytes))
+      bytes = UINT64_MAX;
+  }
+  if (llvm::Error err = checkAllocation(
+          bytes, llvm::formatv("the synthetic dataset ({0} training and {1} "
+                               "evaluation samples)",
+                               trainSamples, evalSamples)))
+    return std::move(err);
 
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 12345);
   Dataset data;

@@ -2,6 +2,8 @@
 
 #include "mp/Runner/Trainer.h"
 
+#include "mp/Support/Memory.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
@@ -45,9 +47,35 @@ Trainer::Trainer(std::string label, std::unique_ptr<CompiledStep> step)
       labelArg = k;
 }
 
+/// Checks that the host copies of the step's buffers fit in memory before
+/// they are allocated: a batch size from an option can ask for petabytes.
+static llvm::Error checkBufferSizes(const StepSignature &sig) {
+  uint64_t total = 0, largest = 0;
+  std::string largestName;
+  auto add = [&](const StepTensor &t) {
+    std::optional<uint64_t> bytes = checkedByteSize(t.type, t.shape);
+    uint64_t b = bytes ? *bytes : UINT64_MAX;
+    if (b >= largest) {
+      largest = b;
+      largestName = "'" + t.name + "' " + describeShape(t.type, t.shape);
+    }
+    if (__builtin_add_overflow(total, b, &total))
+      total = UINT64_MAX;
+  };
+  for (const StepArgument &a : sig.arguments)
+    add(a);
+  for (unsigned r : sig.destinations)
+    add(sig.results[r]);
+  return checkAllocation(total,
+                         "the step's tensors (the largest, " + largestName +
+                             ", is " + formatBytes(largest) + ")");
+}
+
 llvm::Expected<std::unique_ptr<Trainer>>
 Trainer::create(std::string label, std::unique_ptr<CompiledStep> step,
                 Backend backend, bool useGraphs) {
+  if (llvm::Error err = checkBufferSizes(step->signature()))
+    return std::move(err);
   std::unique_ptr<Trainer> trainer(
       new Trainer(std::move(label), std::move(step)));
   auto executor = Executor::create(backend, *trainer->compiled,

@@ -11,6 +11,8 @@
 
 #include "OnnxModel.h"
 
+#include "mp/Support/Memory.h"
+
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
@@ -21,6 +23,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace mp::onnx;
@@ -163,7 +166,7 @@ Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
   auto expect = [&](uint64_t have) -> Error {
     if (have != count)
       return fail(where, "tensor '" + t.name() + "' holds " +
-                             llvm::Twine(have) + " values, its shape " +
+                             llvm::Twine(have) + " values; its shape needs " +
                              llvm::Twine(count));
     return Error::success();
   };
@@ -171,33 +174,38 @@ Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
     if (t.raw_data().size() != bytes)
       return fail(where, "tensor '" + t.name() + "' holds " +
                              llvm::Twine(t.raw_data().size()) +
-                             " bytes of data, its shape " +
+                             " bytes of data; its shape needs " +
                              llvm::Twine(bytes));
     out.bytes.assign(t.raw_data().begin(), t.raw_data().end());
     return Error::success();
   }
+  // The values are in the message: their count, checked before anything is
+  // allocated, bounds the size by the model file's.
+  int have;
+  switch (out.type) {
+  case DataType::Float: have = t.float_data_size(); break;
+  case DataType::Double: have = t.double_data_size(); break;
+  case DataType::Int64: have = t.int64_data_size(); break;
+  case DataType::UInt32:
+  case DataType::UInt64: have = t.uint64_data_size(); break;
+  default: have = t.int32_data_size(); break;
+  }
+  if (Error e = expect(uint64_t(have)))
+    return e;
   out.bytes.assign(bytes, 0);
   char *dst = out.bytes.data();
   switch (out.type) {
   case DataType::Float:
-    if (Error e = expect(t.float_data_size()))
-      return e;
     std::memcpy(dst, t.float_data().data(), bytes);
     return Error::success();
   case DataType::Double:
-    if (Error e = expect(t.double_data_size()))
-      return e;
     std::memcpy(dst, t.double_data().data(), bytes);
     return Error::success();
   case DataType::Int64:
-    if (Error e = expect(t.int64_data_size()))
-      return e;
     std::memcpy(dst, t.int64_data().data(), bytes);
     return Error::success();
   case DataType::UInt32:
   case DataType::UInt64:
-    if (Error e = expect(t.uint64_data_size()))
-      return e;
     for (uint64_t i = 0; i < count; ++i) {
       uint64_t v = t.uint64_data(i);
       std::memcpy(dst + i * size, &v, size);
@@ -206,8 +214,6 @@ Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
   default:
     // INT32, INT16, INT8, UINT16, UINT8, BOOL, FLOAT16, BFLOAT16: int32_data
     // holds each value (the 16-bit float types as their bit patterns).
-    if (Error e = expect(t.int32_data_size()))
-      return e;
     for (uint64_t i = 0; i < count; ++i) {
       int32_t v = t.int32_data(i);
       std::memcpy(dst + i * size, &v, size);
@@ -216,7 +222,30 @@ Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
   }
 }
 
+/// The bytes a tensor's shape and element type need, or an error naming
+/// the tensor (a bad shape, an unsupported type, more than the machine can
+/// hold).
+Expected<uint64_t> declaredBytes(const ::onnx::TensorProto &t,
+                                 StringRef where) {
+  size_t size = dataTypeSize(static_cast<DataType>(t.data_type()));
+  if (!size)
+    return fail(where, "tensor '" + t.name() + "' has element type " +
+                           dataTypeName(static_cast<DataType>(t.data_type())) +
+                           ", which mp does not support");
+  uint64_t bytes = size;
+  for (int64_t d : t.dims())
+    if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes))
+      return fail(where, "tensor '" + t.name() + "' has a bad shape");
+  if (Error e = mp::checkAllocation(bytes, "tensor '" + t.name() + "'"))
+    return fail(where, llvm::toString(std::move(e)));
+  return bytes;
+}
+
 /// Replaces external data (data_location: EXTERNAL) by the bytes it names.
+/// Models come from the internet: the file must be a regular file inside
+/// the model's directory once every symbolic link is resolved (as
+/// onnxruntime requires), and only the bytes the tensor's shape needs are
+/// read, after checking that the file holds them.
 Error loadExternalData(::onnx::TensorProto &t, StringRef modelDir,
                        StringRef where) {
   if (t.data_location() != ::onnx::TensorProto::EXTERNAL)
@@ -238,23 +267,59 @@ Error loadExternalData(::onnx::TensorProto &t, StringRef modelDir,
   if (location.empty())
     return fail(where, "tensor '" + t.name() +
                            "' has external data without a location");
-  if (llvm::sys::path::is_absolute(location) || StringRef(location).contains(".."))
+  auto outside = [&](const llvm::Twine &how) {
     return fail(where, "tensor '" + t.name() + "' has external data at '" +
-                           location +
-                           "', outside the model's directory");
-  llvm::SmallString<256> path(modelDir);
+                           location + "', outside the model's directory" +
+                           how);
+  };
+  if (llvm::sys::path::is_absolute(location) ||
+      llvm::is_contained(llvm::make_range(llvm::sys::path::begin(location),
+                                          llvm::sys::path::end(location)),
+                         ".."))
+    return outside("");
+  llvm::SmallString<256> path(modelDir.empty() ? "." : modelDir);
   llvm::sys::path::append(path, location);
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  llvm::SmallString<256> realDir, realPath;
+  if (std::error_code ec = llvm::sys::fs::real_path(
+          modelDir.empty() ? "." : modelDir, realDir))
+    return fail(where, "cannot resolve the model's directory: " +
+                           ec.message());
+  if (std::error_code ec = llvm::sys::fs::real_path(path, realPath))
+    return fail(where, "tensor '" + t.name() + "': cannot read its external "
+                           "data '" + path + "': " + ec.message());
+  std::string inside = realDir.str().str();
+  if (!StringRef(inside).ends_with("/"))
+    inside += "/";
+  if (!StringRef(realPath).starts_with(inside))
+    return outside(" (a link to '" + realPath + "')");
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(realPath, status))
+    return fail(where, "tensor '" + t.name() + "': cannot read its external "
+                           "data '" + path + "': " + ec.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return fail(where, "tensor '" + t.name() + "': its external data '" +
+                           path + "' is not a regular file");
+  Expected<uint64_t> bytes = declaredBytes(t, where);
+  if (!bytes)
+    return bytes.takeError();
+  if (length && *length != *bytes)
+    return fail(where, "tensor '" + t.name() + "': its external data is " +
+                           llvm::Twine(*length) + " bytes long, its shape " +
+                           "and type need " + llvm::Twine(*bytes));
+  uint64_t fileSize = status.getSize();
+  if (offset > fileSize || *bytes > fileSize - offset)
+    return fail(where, "tensor '" + t.name() + "': external data '" + path +
+                           "' is shorter than its offset and length (" +
+                           llvm::Twine(fileSize) + " bytes; the tensor " +
+                           "needs " + llvm::Twine(*bytes) + " at offset " +
+                           llvm::Twine(offset) + ")");
+  auto file = llvm::MemoryBuffer::getFileSlice(realPath, *bytes, offset,
+                                               /*IsVolatile=*/false);
   if (!file)
     return fail(where, "tensor '" + t.name() + "': cannot read its external "
                            "data '" + path + "': " +
                            file.getError().message());
-  StringRef data = (*file)->getBuffer();
-  if (offset > data.size() ||
-      (length && *length > data.size() - offset))
-    return fail(where, "tensor '" + t.name() + "': external data '" + path +
-                           "' is shorter than its offset and length");
-  t.set_raw_data(data.substr(offset, length ? *length : StringRef::npos).str());
+  t.set_raw_data((*file)->getBuffer().str());
   t.clear_external_data();
   t.set_data_location(::onnx::TensorProto::DEFAULT);
   return Error::success();
@@ -318,6 +383,43 @@ Error convertAttribute(const ::onnx::AttributeProto &a, StringRef where,
 } // namespace
 
 namespace {
+
+/// Every value of `graph` is defined once (a graph input, an initializer or
+/// a node's output; an initializer may also be listed as an input, as
+/// models before IR version 4 do), and every graph output is listed once.
+Error checkDefinitions(const ::onnx::GraphProto &graph, StringRef path) {
+  std::map<std::string, std::string> definedBy;
+  auto define = [&](const std::string &name,
+                    const std::string &by) -> Error {
+    if (name.empty())
+      return Error::success(); // an optional output left out
+    auto [it, inserted] = definedBy.emplace(name, by);
+    if (!inserted)
+      return fail(path, "value '" + name + "' is defined twice: by " +
+                            it->second + " and by " + by);
+    return Error::success();
+  };
+  std::set<std::string> initializers;
+  for (const ::onnx::TensorProto &t : graph.initializer()) {
+    if (Error e = define(t.name(), "an initializer"))
+      return e;
+    initializers.insert(t.name());
+  }
+  for (const ::onnx::ValueInfoProto &v : graph.input())
+    if (!initializers.count(v.name()))
+      if (Error e = define(v.name(), "a graph input"))
+        return e;
+  for (const ::onnx::NodeProto &n : graph.node())
+    for (const std::string &out : n.output())
+      if (Error e = define(out, "node '" + n.name() + "' (" + n.op_type() +
+                                    ")"))
+        return e;
+  std::set<std::string> outputs;
+  for (const ::onnx::ValueInfoProto &v : graph.output())
+    if (!outputs.insert(v.name()).second)
+      return fail(path, "graph output '" + v.name() + "' is listed twice");
+  return Error::success();
+}
 
 /// Parses the ModelProto in `path`.
 Error parseModelFile(StringRef path, ::onnx::ModelProto &proto) {
@@ -420,6 +522,9 @@ Expected<Model> mp::onnx::readModel(StringRef path,
             options.batchSize);
     }
   }
+
+  if (Error e = checkDefinitions(graph, path))
+    return std::move(e);
 
   Model model;
   model.irVersion = proto.ir_version();

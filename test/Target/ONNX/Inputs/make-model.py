@@ -19,8 +19,13 @@ kinds:
                GlobalAveragePool, Flatten and Gemm; --eval keeps the batch
                norms in inference mode (what onnxruntime runs)
   unknown-op   a model with a node of an op type mp does not import
-  external     a model whose weight lives in an external-data file that is
-               not there
+  external     a model whose weight lives in an external-data file
+               (--location, weights.bin by default; --length, 72 by
+               default, the weight's 6x3 f32; --dims, 6x3)
+  huge-initializer  an initializer whose shape claims 2^40 values and whose
+               data holds one
+  duplicate-output  a graph that lists its output twice
+  duplicate-value   two nodes that both define the value 'y'
   newer-opset  a Relu model that declares opset 21 and IR version 10
   bad-graph    a node that reads a value nothing defines
   bad-node     one node with bad attributes (--variant: Conv groups that do
@@ -259,19 +264,47 @@ def unknown_op(g, batch):
     return g.model([x], [out])
 
 
-def external(g, batch):
+def external(g, batch, location="weights.bin", length=6 * 3 * 4,
+             dims=(6, 3)):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
     w = TensorProto()
     w.name, w.data_type = "w", TensorProto.FLOAT
-    w.dims.extend([6, 3])
+    w.dims.extend(dims)
     w.data_location = TensorProto.EXTERNAL
-    for key, value in [("location", "weights.bin"), ("offset", "0"),
-                       ("length", str(6 * 3 * 4))]:
+    for key, value in [("location", location), ("offset", "0"),
+                       ("length", str(length))]:
         entry = w.external_data.add()
         entry.key, entry.value = key, value
     g.inits.append(w)
     g.node("MatMul", ["x", "w"], "proj", outputs=["y"])
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])
+    return g.model([x], [out])
+
+
+def huge_initializer(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    w = TensorProto()
+    w.name, w.data_type = "w", TensorProto.FLOAT
+    w.dims.extend([1 << 20, 1 << 20])
+    w.float_data.append(0.5)
+    g.inits.append(w)
+    g.node("Add", ["x", "w"], "add", outputs=["y"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
+    return g.model([x], [out])
+
+
+def duplicate_output(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    g.node("Relu", ["x"], "act", outputs=["y"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
+    return g.model([x], [out, out])
+
+
+def duplicate_value(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    g.node("Relu", ["x"], "first", outputs=["y"])
+    g.node("Sigmoid", ["x"], "second", outputs=["y"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
     return g.model([x], [out])
 
 
@@ -318,6 +351,9 @@ KINDS = {
     "cnn": cnn,
     "unknown-op": unknown_op,
     "external": external,
+    "huge-initializer": huge_initializer,
+    "duplicate-output": duplicate_output,
+    "duplicate-value": duplicate_value,
     "newer-opset": newer_opset,
     "bad-graph": bad_graph,
     "dropout-mlp": dropout_mlp,
@@ -340,6 +376,12 @@ def main():
                         choices=["groups", "dilation", "pads", "dropout-mask",
                                  "dropout-ratio"],
                         help="bad-node: what is wrong with the node")
+    parser.add_argument("--location", default="weights.bin",
+                        help="external: the external data's location")
+    parser.add_argument("--length", type=int, default=6 * 3 * 4,
+                        help="external: the external data's length")
+    parser.add_argument("--dims", default="6x3",
+                        help="external: the weight's shape")
     args = parser.parse_args()
     batch = int(args.batch) if args.batch.isdigit() else args.batch
     extra = {"hidden": args.hidden} if args.kind == "keras-mlp" else {}
@@ -347,6 +389,9 @@ def main():
         extra = {"training": not args.eval}
     if args.kind == "bad-node":
         extra = {"variant": args.variant}
+    if args.kind == "external":
+        extra = {"location": args.location, "length": args.length,
+                 "dims": [int(d) for d in args.dims.split("x")]}
     model = KINDS[args.kind](Graph(args.seed), batch, **extra)
     with open(args.output, "wb") as f:
         f.write(model.SerializeToString())
