@@ -40,7 +40,8 @@ using namespace mp::runner;
 using llvm::createStringError;
 
 FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
-                                      llvm::StringRef options) {
+                                      llvm::StringRef options,
+                                      CompileProgress *progress) {
   bool hasStep = false, hasForward = false;
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (!entry.empty() && fn.getSymName() != entry)
@@ -70,6 +71,11 @@ FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
                               << (error.empty() ? "" : ": " + error);
   PassManager pm(module.getContext());
   pm.addPass(std::move(pass));
+  if (progress) {
+    progress->beginPhase("differentiating (tg-make-train-step)",
+                         CompileProgress::countOps(module));
+    progress->watch(pm);
+  }
   if (failed(pm.run(module)))
     return failure();
   return true;
@@ -267,7 +273,8 @@ static LogicalResult readCheckedOps(func::FuncOp fn, StepSignature &sig) {
 FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                                            llvm::StringRef entry,
                                            const AmpConfig &amp,
-                                           const NumericsConfig &numerics) {
+                                           const NumericsConfig &numerics,
+                                           CompileProgress *progress) {
   FailureOr<func::FuncOp> fn = findTrainStep(module, entry);
   if (failed(fn))
     return failure();
@@ -283,6 +290,11 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
       options->policyFile = amp.policyFile;
     PassManager pm(module.getContext());
     tg::buildTGMixedPrecisionPipeline(pm, *options);
+    if (progress) {
+      progress->beginPhase("mixed precision (" + amp.mode + ")",
+                           CompileProgress::countOps(module));
+      progress->watch(pm);
+    }
     if (failed(pm.run(module)))
       return failure();
   } else if (!amp.options.empty()) {
@@ -295,6 +307,11 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     options.ops.assign(numerics.ops.begin(), numerics.ops.end());
     PassManager pm(module.getContext());
     pm.addPass(tg::createTGCheckNumerics(options));
+    if (progress) {
+      progress->beginPhase("numerics checks (tg-check-numerics)",
+                           CompileProgress::countOps(module));
+      progress->watch(pm);
+    }
     if (failed(pm.run(module)))
       return failure();
   }
@@ -308,6 +325,11 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
   }
   PassManager pm(module.getContext());
   buildTGLowerToLLVMPipeline(pm);
+  if (progress) {
+    progress->beginPhase("lowering to the LLVM dialect (tg-lower-to-llvm)",
+                         CompileProgress::countOps(module));
+    progress->watch(pm);
+  }
   if (failed(pm.run(module)))
     return failure();
   return sig;
@@ -386,13 +408,24 @@ CompiledStep::~CompiledStep() = default;
 
 llvm::Expected<std::unique_ptr<CompiledStep>>
 CompiledStep::create(ModuleOp module, StepSignature signature,
-                     unsigned optLevel, bool cuda) {
+                     unsigned optLevel, bool cuda,
+                     CompileProgress *progress) {
 #ifndef MP_RUNTIME_HAS_CUDA
   if (cuda)
     return createStringError(std::errc::not_supported,
                              "this build has no CUDA backend");
 #endif
+  if (optLevel > 3)
+    return createStringError(std::errc::invalid_argument,
+                             "the LLVM optimisation level must be 0 to 3, "
+                             "not %u",
+                             optLevel);
   prepareLLVM(module.getContext());
+  if (progress)
+    progress->beginPhase(
+        llvm::formatv("LLVM: translating and optimising (-O{0})", optLevel)
+            .str(),
+        CompileProgress::countOps(module));
   ExecutionEngineOptions options;
   auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
   options.transformer = transformer;
@@ -417,7 +450,11 @@ CompiledStep::create(ModuleOp module, StepSignature signature,
           llvm::JITSymbolFlags::Exported};
     return map;
   });
+  if (progress)
+    progress->beginPhase("LLVM: generating machine code");
   (*engine)->initialize();
+  if (progress)
+    progress->endPhase();
   std::unique_ptr<CompiledStep> step(new CompiledStep());
   step->engine = std::move(*engine);
   step->sig = std::move(signature);

@@ -20,7 +20,8 @@ llvm::Expected<std::unique_ptr<Trainer>>
 runner::compileTrainer(ModuleOp module, const CompileOptions &options,
                        std::string label) {
   FailureOr<StepSignature> sig =
-      lowerStep(module, options.entry, options.amp, options.numerics);
+      lowerStep(module, options.entry, options.amp, options.numerics,
+                options.progress);
   if (failed(sig))
     return llvm::make_error<DiagnosedError>();
   if (options.numerics.enabled && sig->checkedOps.empty())
@@ -30,7 +31,7 @@ runner::compileTrainer(ModuleOp module, const CompileOptions &options,
         sig->entry.c_str());
   llvm::Expected<std::unique_ptr<CompiledStep>> compiled =
       CompiledStep::create(module, std::move(*sig), options.optLevel,
-                           options.backend == Backend::CUDA);
+                           options.backend == Backend::CUDA, options.progress);
   if (!compiled)
     return compiled.takeError();
   return Trainer::create(std::move(label), std::move(*compiled),

@@ -13,7 +13,7 @@ import sys
 # From the bottom; a header may include those before it on its line or
 # earlier lines (the same line: neither includes the other).
 LAYERS = [
-    ["HostTensor", "StepSignature"],
+    ["HostTensor", "Progress", "StepSignature"],
     ["Dataset", "CompiledStep", "Loading", "Weights"],
     ["Executor"],
     ["Trainer"],

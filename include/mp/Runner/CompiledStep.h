@@ -11,6 +11,7 @@
 #ifndef MP_RUNNER_COMPILEDSTEP_H
 #define MP_RUNNER_COMPILEDSTEP_H
 
+#include "mp/Runner/Progress.h"
 #include "mp/Runner/StepSignature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,10 +53,11 @@ struct NumericsConfig {
 /// marked tg.train_step. Returns whether it made a step; fails (with a
 /// diagnostic) on bad options or a forward function it cannot
 /// differentiate. Options given for a module that is already a step are an
-/// error.
+/// error. `progress`, when given, hears of the phase.
 mlir::FailureOr<bool> makeTrainStep(mlir::ModuleOp module,
                                     llvm::StringRef entry,
-                                    llvm::StringRef options);
+                                    llvm::StringRef options,
+                                    CompileProgress *progress = nullptr);
 
 /// Finds the training step to run: `entry` when given, else the only
 /// function marked tg.train_step. Emits a diagnostic on failure.
@@ -66,10 +68,11 @@ mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,
 /// step's forward function (`<entry>_forward`, computing the `logits`
 /// output alone, with the step's precisions) and runs tg-lower-to-llvm;
 /// returns the signature of the step. Diagnostics go to the context's
-/// handler.
+/// handler; `progress`, when given, hears of each phase and pass.
 mlir::FailureOr<StepSignature>
 lowerStep(mlir::ModuleOp module, llvm::StringRef entry, const AmpConfig &amp,
-          const NumericsConfig &numerics = NumericsConfig());
+          const NumericsConfig &numerics = NumericsConfig(),
+          CompileProgress *progress = nullptr);
 
 /// Lowers the function `name` of `module` as it is (no mixed precision, no
 /// training step): every argument is an input (its role taken from its
@@ -82,11 +85,12 @@ mlir::FailureOr<StepSignature> lowerFunction(mlir::ModuleOp module,
 class CompiledStep {
 public:
   ~CompiledStep();
-  /// Compiles the lowered `module` (from lowerStep), binding its runtime
-  /// calls to the CPU backend or, with `cuda`, to the CUDA backend.
+  /// Compiles the lowered `module` (from lowerStep) at LLVM optimisation
+  /// level `optLevel` (0 to 3), binding its runtime calls to the CPU
+  /// backend or, with `cuda`, to the CUDA backend.
   static llvm::Expected<std::unique_ptr<CompiledStep>>
   create(mlir::ModuleOp module, StepSignature signature, unsigned optLevel,
-         bool cuda = false);
+         bool cuda = false, CompileProgress *progress = nullptr);
 
   const StepSignature &signature() const { return sig; }
   /// Runs one step on one buffer per argument and destination (host memory

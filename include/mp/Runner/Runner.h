@@ -21,12 +21,12 @@
 //                            *(*trainer)->checkpoint(steps, metadata));
 //
 // examples/embedding/train-step.cpp is a complete program. The layers, from
-// the bottom: HostTensor (host tensors, .npy, safetensors) and
-// StepSignature (a lowered step's calling convention), then Dataset,
-// CompiledStep (lowering, the JIT, object files), Loading and Weights
-// (reading models), then Executor (backends), Trainer, Numerics (the
-// numerics checks' reports and adaptive precision). A header includes only
-// the layers below it.
+// the bottom: HostTensor (host tensors, .npy, safetensors), StepSignature
+// (a lowered step's calling convention) and Progress (what a long
+// compilation is doing), then Dataset, CompiledStep (lowering, the JIT,
+// object files), Loading and Weights (reading models), then Executor
+// (backends), Trainer, Numerics (the numerics checks' reports and adaptive
+// precision). A header includes only the layers below it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +38,7 @@
 #include "mp/Runner/Executor.h"
 #include "mp/Runner/HostTensor.h"
 #include "mp/Runner/Loading.h"
+#include "mp/Runner/Progress.h"
 #include "mp/Runner/Trainer.h"
 
 #include "llvm/Support/Error.h"
@@ -55,6 +56,8 @@ struct CompileOptions {
   unsigned optLevel = 2;
   /// On CUDA: replay the step as a CUDA graph after warm-up.
   bool cudaGraphs = true;
+  /// Told of each phase and pass of the compilation, when given.
+  CompileProgress *progress = nullptr;
 };
 
 /// An error that MLIR's diagnostic handler has reported already, with its

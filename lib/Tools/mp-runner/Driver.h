@@ -109,6 +109,8 @@ private:
   /// One session per compilation: the variants of --compare, the FP32
   /// warm-up and the AMP step after it, and every re-planned step.
   std::vector<std::unique_ptr<runner::Session>> sessions;
+  /// What a long compilation is doing, on stderr.
+  std::unique_ptr<runner::CompileProgress> progress;
   runner::ModelShape modelShape;
   bool firstCompile = true;
 

@@ -54,5 +54,9 @@ llvm::Error tools::checkOptions(const Options &o) {
                "--adapt-min-scale not negative");
   if (o.ampWarmupSteps < 0)
     return bad("--amp-warmup-steps must not be negative");
+  if (!(o.compileProgress >= 0))
+    return bad("--compile-progress must be 0 or a number of seconds");
+  if (o.optLevel > 3)
+    return bad("-O must be 0, 1, 2 or 3, not " + llvm::Twine(o.optLevel));
   return llvm::Error::success();
 }

@@ -122,6 +122,12 @@ struct Options {
           "When the loss becomes NaN or infinite in a step that was not "
           "skipped by loss scaling: stop (default) or warn and go on"),
       llvm::cl::init("stop"), llvm::cl::cat(category)};
+  llvm::cl::opt<double> compileProgress{
+      "compile-progress",
+      llvm::cl::desc("Name the compiler's phase and pass on stderr once one "
+                     "has lasted this many seconds, then every 10 s "
+                     "(default 5; 0: each phase and pass as it begins)"),
+      llvm::cl::init(5.0), llvm::cl::cat(category)};
   llvm::cl::opt<unsigned> optLevel{
       "O", llvm::cl::desc("LLVM optimisation level (default 2)"),
       llvm::cl::init(2), llvm::cl::cat(category)};

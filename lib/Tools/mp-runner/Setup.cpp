@@ -91,16 +91,23 @@ Driver::compile(const std::string &label, const std::string &mode,
                 const std::string &policyFile) {
   sessions.push_back(std::make_unique<Session>());
   Session &session = *sessions.back();
+  if (!progress)
+    progress = std::make_unique<CompileProgress>(llvm::errs(), "mp-runner",
+                                                 o.compileProgress);
+  progress->beginPhase(isOnnxFile(o.input) ? "importing " + o.input
+                                           : "reading " + o.input);
   OwningOpRef<ModuleOp> module =
       loadModel(session, o.input, o.importing, o.differentiation.loss);
+  progress->endPhase();
   if (!module)
     return llvm::make_error<DiagnosedError>();
   if (firstCompile && isOnnxFile(o.input))
     llvm::outs() << "mp-runner: imported " << o.input << " ("
                  << initialWeightBytes(*module) / 1024
                  << " KiB of initial weights from its initializers)\n";
-  FailureOr<bool> made =
-      makeTrainStep(*module, o.entry, o.differentiation.options());
+  FailureOr<bool> made = makeTrainStep(
+      *module, o.entry, o.differentiation.options(), progress.get());
+  progress->endPhase();
   if (failed(made))
     return llvm::make_error<DiagnosedError>();
   if (firstCompile) {
@@ -125,7 +132,11 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.backend = backend.backend;
   options.optLevel = o.optLevel;
   options.cudaGraphs = o.cudaGraphs;
-  return compileTrainer(*module, options, label);
+  options.progress = progress.get();
+  llvm::Expected<std::unique_ptr<Trainer>> trainer =
+      compileTrainer(*module, options, label);
+  progress->endPhase();
+  return trainer;
 }
 
 llvm::Error Driver::compileRuns() {
