@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
+#include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,23 +25,66 @@ using namespace llvm;
 
 namespace {
 
-std::error_code lastError() { return std::error_code(errno, std::generic_category()); }
+std::error_code lastError() {
+  return std::error_code(errno, std::generic_category());
+}
 
-/// The file `path` finally names, following symbolic links (a relative
-/// target is relative to the link's directory); it need not exist yet.
-ErrorOr<std::string> followLinks(StringRef path) {
+/// The descriptor a path names, when it is one of this process's: a
+/// shell's /dev/stdout, /dev/fd/63 of `>(...)`, /proc/self/fd/N. Opening
+/// such a path anew would start at offset 0 (or truncate); writing to a
+/// duplicate of the descriptor continues where it stands.
+std::optional<int> descriptorOf(StringRef path) {
+  if (path == "/dev/stdout")
+    return 1;
+  if (path == "/dev/stderr")
+    return 2;
+  std::string self = "/proc/" + std::to_string(::getpid()) + "/fd/";
+  for (StringRef prefix :
+       {StringRef("/dev/fd/"), StringRef("/proc/self/fd/"),
+        StringRef("/proc/thread-self/fd/"), StringRef(self)}) {
+    unsigned n;
+    if (path.consume_front(prefix) && !path.getAsInteger(10, n))
+      return int(n);
+  }
+  return std::nullopt;
+}
+
+/// What a path to be written finally names: a file (which need not exist
+/// yet), following symbolic links as the kernel would (a relative target
+/// is relative to the link's directory), or a descriptor of this process.
+struct Resolved {
+  std::string file;
+  std::optional<int> descriptor;
+};
+
+ErrorOr<Resolved> resolve(StringRef path) {
   std::string current = path.str();
   for (int hops = 0; hops < 40; ++hops) {
+    if (std::optional<int> fd = descriptorOf(current))
+      return Resolved{current, fd};
     struct stat st;
     if (::lstat(current.c_str(), &st) != 0)
-      return errno == ENOENT ? ErrorOr<std::string>(current) : lastError();
+      return errno == ENOENT ? ErrorOr<Resolved>(Resolved{current, {}})
+                             : lastError();
     if (!S_ISLNK(st.st_mode))
-      return current;
+      return Resolved{current, {}};
+    // fs.protected_symlinks: the kernel follows a link in a sticky,
+    // world-writable directory (/tmp) only for its owner or the
+    // directory's; neither does mp.
+    SmallString<256> dir(current);
+    sys::path::remove_filename(dir);
+    struct stat dirSt;
+    if (::stat(dir.empty() ? "." : dir.c_str(), &dirSt) == 0 &&
+        (dirSt.st_mode & S_ISVTX) && (dirSt.st_mode & S_IWOTH) &&
+        st.st_uid != dirSt.st_uid && st.st_uid != ::geteuid())
+      return std::make_error_code(std::errc::permission_denied);
     SmallString<256> target;
     target.resize(4096);
     ssize_t n = ::readlink(current.c_str(), target.data(), target.size());
     if (n < 0)
       return lastError();
+    if (size_t(n) == target.size())
+      return std::make_error_code(std::errc::filename_too_long);
     target.resize(n);
     if (sys::path::is_relative(target)) {
       SmallString<256> resolved(current);
@@ -57,11 +101,10 @@ ErrorOr<std::string> followLinks(StringRef path) {
 } // namespace
 
 Error mp::AtomicFile::cannot(std::error_code ec, StringRef what) const {
-  std::string target = destination == given ? std::string()
-                                           : " (" + destination + ")";
+  std::string target =
+      destination == given ? std::string() : " (" + destination + ")";
   return createStringError(ec, "cannot %s '%s'%s: %s", what.str().c_str(),
-                           given.c_str(), target.c_str(),
-                           ec.message().c_str());
+                           given.c_str(), target.c_str(), ec.message().c_str());
 }
 
 Expected<std::unique_ptr<mp::AtomicFile>>
@@ -72,10 +115,24 @@ mp::AtomicFile::create(StringRef path) {
     out->stream = &llvm::outs();
     return out;
   }
-  // What the path names once links are followed (the kernel's own links,
-  // /dev/stdout or a shell's /dev/fd/63, included).
+  ErrorOr<Resolved> target = resolve(path);
+  if (!target)
+    return out->cannot(target.getError(), "write");
+  if (target->descriptor) {
+    // One of this process's descriptors: written where it stands, after
+    // what the tool printed there so far.
+    llvm::outs().flush();
+    llvm::errs().flush();
+    int fd = ::fcntl(*target->descriptor, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+      return out->cannot(lastError(), "write");
+    out->file = std::make_unique<raw_fd_ostream>(fd, /*shouldClose=*/true);
+    out->stream = out->file.get();
+    out->inPlace = true;
+    return out;
+  }
   struct stat st;
-  bool exists = ::stat(out->given.c_str(), &st) == 0;
+  bool exists = ::stat(target->file.c_str(), &st) == 0;
   if (!exists && errno != ENOENT)
     return out->cannot(lastError(), "write");
   if (exists && S_ISDIR(st.st_mode))
@@ -86,8 +143,9 @@ mp::AtomicFile::create(StringRef path) {
                        "write to the socket");
   if (exists && !S_ISREG(st.st_mode)) {
     // A device or a FIFO: written in place, since renaming a regular file
-    // over it would replace it. Nothing can be taken back there.
-    int fd = ::open(out->given.c_str(), O_WRONLY | O_CLOEXEC);
+    // over it would replace it. Nothing can be taken back there; a FIFO
+    // waits for its reader, as a shell's redirection does.
+    int fd = ::open(target->file.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0)
       return out->cannot(lastError(), "write");
     out->file = std::make_unique<raw_fd_ostream>(fd, /*shouldClose=*/true);
@@ -97,10 +155,7 @@ mp::AtomicFile::create(StringRef path) {
   }
   // A regular file, or a new one: the temporary goes next to the file the
   // links lead to, and replaces that file, not the links.
-  ErrorOr<std::string> target = followLinks(path);
-  if (!target)
-    return out->cannot(target.getError(), "write");
-  out->destination = *target;
+  out->destination = target->file;
   if (exists && ::access(out->destination.c_str(), W_OK) != 0)
     return out->cannot(lastError(), "write");
   int fd = -1;

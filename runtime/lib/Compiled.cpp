@@ -73,26 +73,60 @@ struct Profile {
       path = p;
   }
   /// Where the totals go, as mp's tools write files (mp/Support/
-  /// FileOutput.h; the runtime links no LLVM): a device or a FIFO is written
-  /// in place ("" is returned), a symbolic link is followed to the file it
-  /// names, beside which the temporary goes.
-  static std::string destination(const std::string &path) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      return "";
+  /// FileOutput.h; the runtime links no LLVM): one of the process's
+  /// descriptors (/dev/stdout, /dev/fd/N) or a device or a FIFO is written
+  /// in place; a symbolic link is followed to the file it names (as the
+  /// kernel would, fs.protected_symlinks included), beside which the
+  /// temporary goes. Sets `descriptor` or `inPlace`, or returns the file.
+  static bool destination(const std::string &path, std::string &file,
+                          int &descriptor, bool &inPlace, mode_t &mode) {
+    descriptor = -1;
+    inPlace = false;
+    mode = 0;
     std::string current = path;
     for (int hops = 0; hops < 40; ++hops) {
-      char target[4096];
-      ssize_t n = ::readlink(current.c_str(), target, sizeof(target) - 1);
-      if (n < 0)
-        return current; // not a link (or gone): the file itself
-      target[n] = 0;
+      unsigned n = 0;
+      char tail = 0;
+      if (current == "/dev/stdout" || current == "/dev/stderr") {
+        descriptor = current == "/dev/stdout" ? 1 : 2;
+        return true;
+      }
+      if (std::sscanf(current.c_str(), "/dev/fd/%u%c", &n, &tail) == 1 ||
+          std::sscanf(current.c_str(), "/proc/self/fd/%u%c", &n, &tail) ==
+              1) {
+        descriptor = int(n);
+        return true;
+      }
+      struct stat st;
+      if (::lstat(current.c_str(), &st) != 0) {
+        file = current;
+        return errno == ENOENT; // a new file
+      }
+      if (!S_ISLNK(st.st_mode)) {
+        file = current;
+        inPlace = !S_ISREG(st.st_mode);
+        mode = st.st_mode & 07777;
+        return !S_ISDIR(st.st_mode) && !S_ISSOCK(st.st_mode) &&
+               (inPlace || ::access(current.c_str(), W_OK) == 0);
+      }
       size_t slash = current.rfind('/');
+      std::string dir =
+          slash == std::string::npos ? "." : current.substr(0, slash + 1);
+      struct stat dirSt;
+      if (::stat(dir.c_str(), &dirSt) == 0 && (dirSt.st_mode & S_ISVTX) &&
+          (dirSt.st_mode & S_IWOTH) && st.st_uid != dirSt.st_uid &&
+          st.st_uid != ::geteuid())
+        return false;
+      char target[4096];
+      ssize_t length = ::readlink(current.c_str(), target, sizeof(target));
+      if (length < 0 || size_t(length) == sizeof(target))
+        return false;
+      target[length] = 0;
       current = target[0] == '/' || slash == std::string::npos
                     ? std::string(target)
-                    : current.substr(0, slash + 1) + target;
+                    : dir + target;
     }
-    return current;
+    return false;
   }
 
   /// Writes the totals through a temporary file, so a reader never sees
@@ -100,13 +134,26 @@ struct Profile {
   ~Profile() {
     if (path.empty())
       return;
-    std::string target = destination(path);
+    std::string target;
+    int descriptor;
+    bool inPlace;
+    mode_t mode;
+    bool ok = destination(path, target, descriptor, inPlace, mode);
     // The temporary is per process: runs sharing one profile path must
     // not write into each other's.
-    std::string tmp =
-        target.empty() ? path : target + ".tmp" + std::to_string(getpid());
-    FILE *f = std::fopen(tmp.c_str(), "w");
-    bool ok = f != nullptr;
+    std::string tmp = target + ".tmp" + std::to_string(getpid());
+    FILE *f = nullptr;
+    if (ok && descriptor >= 0) {
+      std::fflush(stdout);
+      int fd = ::dup(descriptor);
+      f = fd < 0 ? nullptr : ::fdopen(fd, "w");
+    } else if (ok) {
+      f = std::fopen(inPlace ? target.c_str() : tmp.c_str(), "w");
+      if (f && !inPlace && mode)
+        (void)::fchmod(::fileno(f), mode);
+    }
+    bool renamed = descriptor < 0 && !inPlace;
+    ok = f != nullptr;
     if (f) {
       std::fprintf(f, "{\"entries\": {");
       const char *sep = "";
@@ -120,11 +167,10 @@ struct Profile {
       ok = !std::ferror(f);
       ok &= std::fclose(f) == 0;
     }
-    if (!ok || (!target.empty() &&
-                std::rename(tmp.c_str(), target.c_str()) != 0)) {
+    if (!ok || (renamed && std::rename(tmp.c_str(), target.c_str()) != 0)) {
       std::fprintf(stderr, "mp runtime: cannot write MP_PROFILE_KERNELS=%s\n",
                    path.c_str());
-      if (!target.empty())
+      if (renamed)
         std::remove(tmp.c_str());
     }
   }
