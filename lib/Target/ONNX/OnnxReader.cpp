@@ -20,6 +20,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/ADT/ScopeExit.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -241,15 +246,29 @@ Expected<uint64_t> declaredBytes(const ::onnx::TensorProto &t,
   return bytes;
 }
 
-/// Replaces external data (data_location: EXTERNAL) by the bytes it names.
-/// Models come from the internet: the file must be a regular file inside
-/// the model's directory once every symbolic link is resolved (as
-/// onnxruntime requires), and only the bytes the tensor's shape needs are
-/// read, after checking that the file holds them.
-Error loadExternalData(::onnx::TensorProto &t, StringRef modelDir,
-                       StringRef where) {
+/// Whether `path` (resolved) is `dir` (resolved) or inside it.
+bool isInside(StringRef path, StringRef dir) {
+  if (path == dir)
+    return true;
+  std::string prefix = dir.str();
+  if (!StringRef(prefix).ends_with("/"))
+    prefix += "/";
+  return path.starts_with(prefix);
+}
+
+/// Replaces external data (data_location: EXTERNAL) by the bytes it names,
+/// for a tensor of the model (or serialized tensor) at `modelPath`. Models
+/// come from the internet, so the rules are onnxruntime's: the location is
+/// relative and has no `..`, and once every symbolic link is resolved it is
+/// a regular file inside the model's directory, or inside the directory of
+/// the file the model itself links to (the Hugging Face hub's cache links
+/// both the model and its data into blobs/). Only the bytes the tensor's
+/// shape needs are read, from the one descriptor that was checked, after
+/// checking that the file holds them.
+Error loadExternalData(::onnx::TensorProto &t, StringRef modelPath) {
   if (t.data_location() != ::onnx::TensorProto::EXTERNAL)
     return Error::success();
+  StringRef where = modelPath;
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -277,26 +296,42 @@ Error loadExternalData(::onnx::TensorProto &t, StringRef modelDir,
                                           llvm::sys::path::end(location)),
                          ".."))
     return outside("");
-  llvm::SmallString<256> path(modelDir.empty() ? "." : modelDir);
+  llvm::SmallString<256> modelDir(modelPath);
+  llvm::sys::path::remove_filename(modelDir);
+  if (modelDir.empty())
+    modelDir = ".";
+  llvm::SmallString<256> path(modelDir);
   llvm::sys::path::append(path, location);
-  llvm::SmallString<256> realDir, realPath;
-  if (std::error_code ec = llvm::sys::fs::real_path(
-          modelDir.empty() ? "." : modelDir, realDir))
+  auto unreadable = [&](std::error_code ec) {
+    return fail(where, "tensor '" + t.name() + "': cannot read its external "
+                           "data '" + path + "': " + ec.message());
+  };
+  llvm::SmallString<256> realDir, realModel, realPath;
+  if (std::error_code ec = llvm::sys::fs::real_path(modelDir, realDir))
     return fail(where, "cannot resolve the model's directory: " +
                            ec.message());
   if (std::error_code ec = llvm::sys::fs::real_path(path, realPath))
-    return fail(where, "tensor '" + t.name() + "': cannot read its external "
-                           "data '" + path + "': " + ec.message());
-  std::string inside = realDir.str().str();
-  if (!StringRef(inside).ends_with("/"))
-    inside += "/";
-  if (!StringRef(realPath).starts_with(inside))
+    return unreadable(ec);
+  bool inside = isInside(realPath, realDir);
+  if (!inside && !llvm::sys::fs::real_path(modelPath, realModel)) {
+    llvm::sys::path::remove_filename(realModel);
+    inside = isInside(realPath, realModel);
+  }
+  if (!inside)
     return outside(" (a link to '" + realPath + "')");
-  llvm::sys::fs::file_status status;
-  if (std::error_code ec = llvm::sys::fs::status(realPath, status))
-    return fail(where, "tensor '" + t.name() + "': cannot read its external "
-                           "data '" + path + "': " + ec.message());
-  if (status.type() != llvm::sys::fs::file_type::regular_file)
+
+  // Everything below reads the descriptor opened here: a file swapped for a
+  // link after the checks above is not followed, and a FIFO does not block
+  // the open (it is refused below).
+  int fd = ::open(realPath.c_str(),
+                  O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return unreadable(std::error_code(errno, std::generic_category()));
+  llvm::scope_exit closeFd([&] { ::close(fd); });
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return unreadable(std::error_code(errno, std::generic_category()));
+  if (!S_ISREG(st.st_mode))
     return fail(where, "tensor '" + t.name() + "': its external data '" +
                            path + "' is not a regular file");
   Expected<uint64_t> bytes = declaredBytes(t, where);
@@ -306,20 +341,29 @@ Error loadExternalData(::onnx::TensorProto &t, StringRef modelDir,
     return fail(where, "tensor '" + t.name() + "': its external data is " +
                            llvm::Twine(*length) + " bytes long, its shape " +
                            "and type need " + llvm::Twine(*bytes));
-  uint64_t fileSize = status.getSize();
-  if (offset > fileSize || *bytes > fileSize - offset)
+  uint64_t fileSize = uint64_t(st.st_size);
+  auto shorter = [&] {
     return fail(where, "tensor '" + t.name() + "': external data '" + path +
                            "' is shorter than its offset and length (" +
                            llvm::Twine(fileSize) + " bytes; the tensor " +
                            "needs " + llvm::Twine(*bytes) + " at offset " +
                            llvm::Twine(offset) + ")");
-  auto file = llvm::MemoryBuffer::getFileSlice(realPath, *bytes, offset,
-                                               /*IsVolatile=*/false);
-  if (!file)
-    return fail(where, "tensor '" + t.name() + "': cannot read its external "
-                           "data '" + path + "': " +
-                           file.getError().message());
-  t.set_raw_data((*file)->getBuffer().str());
+  };
+  if (offset > fileSize || *bytes > fileSize - offset)
+    return shorter();
+  std::string data(*bytes, '\0');
+  for (uint64_t done = 0; done < *bytes;) {
+    ssize_t n = ::pread(fd, data.data() + done, *bytes - done,
+                        off_t(offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return unreadable(std::error_code(errno, std::generic_category()));
+    if (n == 0) // the file shrank meanwhile
+      return shorter();
+    done += uint64_t(n);
+  }
+  t.set_raw_data(std::move(data));
   t.clear_external_data();
   t.set_data_location(::onnx::TensorProto::DEFAULT);
   return Error::success();
@@ -446,9 +490,7 @@ Error readTensorProto(StringRef path, ::onnx::TensorProto &proto) {
   if (bytes.size() > size_t(INT32_MAX) ||
       !proto.ParseFromArray(bytes.data(), int(bytes.size())))
     return fail(path, "not a serialized ONNX TensorProto");
-  llvm::SmallString<256> dir(path);
-  llvm::sys::path::remove_filename(dir);
-  return loadExternalData(proto, dir, path);
+  return loadExternalData(proto, path);
 }
 
 } // namespace
@@ -461,15 +503,13 @@ Expected<Model> mp::onnx::readModel(StringRef path,
   if (!proto.has_graph())
     return fail(path, "the model has no graph");
   ::onnx::GraphProto &graph = *proto.mutable_graph();
-  llvm::SmallString<256> dir(path);
-  llvm::sys::path::remove_filename(dir);
   for (::onnx::TensorProto &t : *graph.mutable_initializer())
-    if (Error e = loadExternalData(t, dir, path))
+    if (Error e = loadExternalData(t, path))
       return std::move(e);
   for (::onnx::NodeProto &node : *graph.mutable_node())
     for (::onnx::AttributeProto &a : *node.mutable_attribute())
       if (a.has_t())
-        if (Error e = loadExternalData(*a.mutable_t(), dir, path))
+        if (Error e = loadExternalData(*a.mutable_t(), path))
           return std::move(e);
 
   // Inputs bound to constants become initializers.
@@ -480,7 +520,15 @@ Expected<Model> mp::onnx::readModel(StringRef path,
     if (it == graph.input().end())
       return fail(path, "the model has no input named '" + name +
                             "' to bind to a constant");
-    ::onnx::TensorProto *t = graph.add_initializer();
+    // An input with a default value already has an initializer of its
+    // name: the bound value replaces it.
+    ::onnx::TensorProto *t = nullptr;
+    for (::onnx::TensorProto &init : *graph.mutable_initializer())
+      if (init.name() == name)
+        t = &init;
+    if (!t)
+      t = graph.add_initializer();
+    t->Clear();
     if (Error e = readTensorProto(file, *t))
       return std::move(e);
     t->set_name(name);
