@@ -19,7 +19,8 @@
 namespace mp {
 
 /// The most memory this process can ever hold: physical memory plus swap,
-/// or the address-space limit (ulimit -v) where that is lower.
+/// or the address-space limit (ulimit -v) or its container's memory limit
+/// (cgroup v1 or v2) where that is lower.
 uint64_t memoryCeiling();
 
 /// "512 B", "3.0 KiB", "1.5 GiB".
