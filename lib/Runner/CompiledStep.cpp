@@ -42,6 +42,7 @@ using llvm::createStringError;
 FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
                                       llvm::StringRef options,
                                       CompileProgress *progress) {
+  CompileProgress::Scope phases(progress);
   bool hasStep = false, hasForward = false;
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (!entry.empty() && fn.getSymName() != entry)
@@ -275,6 +276,7 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                                            const AmpConfig &amp,
                                            const NumericsConfig &numerics,
                                            CompileProgress *progress) {
+  CompileProgress::Scope phases(progress);
   FailureOr<func::FuncOp> fn = findTrainStep(module, entry);
   if (failed(fn))
     return failure();
@@ -410,6 +412,7 @@ llvm::Expected<std::unique_ptr<CompiledStep>>
 CompiledStep::create(ModuleOp module, StepSignature signature,
                      unsigned optLevel, bool cuda,
                      CompileProgress *progress) {
+  CompileProgress::Scope phases(progress);
 #ifndef MP_RUNTIME_HAS_CUDA
   if (cuda)
     return createStringError(std::errc::not_supported,
@@ -453,8 +456,6 @@ CompiledStep::create(ModuleOp module, StepSignature signature,
   if (progress)
     progress->beginPhase("LLVM: generating machine code");
   (*engine)->initialize();
-  if (progress)
-    progress->endPhase();
   std::unique_ptr<CompiledStep> step(new CompiledStep());
   step->engine = std::move(*engine);
   step->sig = std::move(signature);

@@ -7,6 +7,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cerrno>
+#include <unistd.h>
+
 using namespace mlir;
 using namespace mp::runner;
 
@@ -17,7 +20,7 @@ public:
   Instrumentation(CompileProgress &progress, unsigned total)
       : progress(progress), total(total) {}
   void runBeforePass(Pass *pass, Operation *op) override {
-    if (!isa<ModuleOp>(op))
+    if (op->getParentOp())
       return;
     llvm::StringRef name = pass->getArgument();
     progress.beginPass(name.empty() ? pass->getName() : name, ++count, total);
@@ -28,10 +31,10 @@ private:
   unsigned total, count = 0;
 };
 
-CompileProgress::CompileProgress(llvm::raw_ostream &os, std::string tool,
-                                 double after, double every)
-    : os(os), tool(std::move(tool)), after(after), every(every) {
-  if (after > 0)
+CompileProgress::CompileProgress(int fd, std::string tool, double after,
+                                 double every)
+    : fd(fd), tool(std::move(tool)), after(after), every(std::max(every, 1.0)) {
+  if (after > 0 && after <= 1e6)
     thread = std::thread([this] { watcher(); });
 }
 
@@ -73,8 +76,7 @@ std::string CompileProgress::countOps(Operation *op) {
   return llvm::formatv("{0} ops", count).str();
 }
 
-void CompileProgress::beginPass(llvm::StringRef pass, unsigned k,
-                                unsigned n) {
+void CompileProgress::beginPass(llvm::StringRef pass, unsigned k, unsigned n) {
   std::lock_guard<std::mutex> lock(mutex);
   step = llvm::formatv("pass {0} of {1} ({2})", k, n, pass).str();
   if (after <= 0)
@@ -85,34 +87,45 @@ void CompileProgress::printLocked() {
   if (phase.empty())
     return;
   auto now = std::chrono::steady_clock::now();
-  os << tool << ": compiling: " << phase;
+  std::string line = tool + ": compiling: " + phase;
   if (!size.empty())
-    os << " (" << size << ")";
+    line += " (" + size + ")";
   if (!step.empty())
-    os << ", " << step;
+    line += ", " + step;
   if (after > 0)
-    os << llvm::formatv(", {0:f0} s so far",
-                        std::chrono::duration<double>(now - phaseStart)
-                            .count());
-  os << "\n";
-  os.flush();
+    line +=
+        llvm::formatv(", {0:f0} s so far",
+                      std::chrono::duration<double>(now - phaseStart).count())
+            .str();
+  line += "\n";
+  for (size_t done = 0; done < line.size();) {
+    ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; // nowhere to report progress: not worth failing for
+    done += size_t(n);
+  }
   printed = true;
   lastPrinted = now;
 }
 
 void CompileProgress::watcher() {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(mutex);
+  // When the current phase is next due (it may have changed while waiting).
+  auto due = [&] {
+    return std::chrono::time_point_cast<Clock::duration>(
+        printed ? lastPrinted + std::chrono::duration<double>(every)
+                : phaseStart + std::chrono::duration<double>(after));
+  };
   while (!stopping) {
     if (phase.empty()) {
       wake.wait(lock);
       continue;
     }
-    auto due = printed ? lastPrinted + std::chrono::duration<double>(every)
-                       : phaseStart + std::chrono::duration<double>(after);
-    auto deadline =
-        std::chrono::time_point_cast<std::chrono::steady_clock::duration>(due);
-    if (wake.wait_until(lock, deadline) == std::cv_status::timeout &&
-        !stopping && std::chrono::steady_clock::now() >= deadline)
+    wake.wait_until(lock, due());
+    if (!stopping && !phase.empty() && Clock::now() >= due())
       printLocked();
   }
 }

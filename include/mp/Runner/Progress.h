@@ -15,7 +15,6 @@
 
 #include "mlir/Pass/PassInstrumentation.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -32,12 +31,13 @@ namespace mp::runner {
 
 class CompileProgress {
 public:
-  /// Lines go to `os`, each starting with `tool`: a phase is named once it
-  /// has lasted `after` seconds (0: as it begins, from the calling thread,
-  /// so that the lines are deterministic), then every `every` seconds
-  /// while it lasts.
-  CompileProgress(llvm::raw_ostream &os, std::string tool, double after,
-                  double every = 10);
+  /// Lines go to the file descriptor `fd` (2: stderr), each starting with
+  /// `tool` and written with one write(2), so that they never tear
+  /// diagnostics written meanwhile: a phase is named once it has lasted
+  /// `after` seconds (0: as it begins, from the calling thread, so that the
+  /// lines are deterministic; more than a million: never), then every
+  /// `every` seconds while it lasts.
+  CompileProgress(int fd, std::string tool, double after, double every = 10);
   ~CompileProgress();
   CompileProgress(const CompileProgress &) = delete;
   CompileProgress &operator=(const CompileProgress &) = delete;
@@ -47,6 +47,21 @@ public:
   void beginPhase(llvm::StringRef name, llvm::StringRef size = "");
   /// Ends the current phase.
   void endPhase();
+  /// Ends the current phase when it goes out of scope (also on an early
+  /// return): what a function that begins phases holds.
+  class Scope {
+  public:
+    explicit Scope(CompileProgress *progress) : progress(progress) {}
+    ~Scope() {
+      if (progress)
+        progress->endPhase();
+    }
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+  private:
+    CompileProgress *progress;
+  };
   /// Reports the passes `pm` runs as steps of the current phase.
   void watch(mlir::PassManager &pm);
 
@@ -60,7 +75,7 @@ private:
   void printLocked();
   void watcher();
 
-  llvm::raw_ostream &os;
+  int fd;
   std::string tool;
   double after, every;
   std::mutex mutex;

@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include <cmath>
+
 using namespace mp;
 using namespace mp::tools;
 
@@ -54,7 +56,7 @@ llvm::Error tools::checkOptions(const Options &o) {
                "--adapt-min-scale not negative");
   if (o.ampWarmupSteps < 0)
     return bad("--amp-warmup-steps must not be negative");
-  if (!(o.compileProgress >= 0))
+  if (!(o.compileProgress >= 0) || !std::isfinite(o.compileProgress))
     return bad("--compile-progress must be 0 or a number of seconds");
   if (o.optLevel > 3)
     return bad("-O must be 0, 1, 2 or 3, not " + llvm::Twine(o.optLevel));

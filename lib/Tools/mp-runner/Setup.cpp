@@ -92,7 +92,7 @@ Driver::compile(const std::string &label, const std::string &mode,
   sessions.push_back(std::make_unique<Session>());
   Session &session = *sessions.back();
   if (!progress)
-    progress = std::make_unique<CompileProgress>(llvm::errs(), "mp-runner",
+    progress = std::make_unique<CompileProgress>(/*stderr*/ 2, "mp-runner",
                                                  o.compileProgress);
   progress->beginPhase(isOnnxFile(o.input) ? "importing " + o.input
                                            : "reading " + o.input);
