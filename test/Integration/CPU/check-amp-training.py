@@ -12,6 +12,15 @@ The FP32 run must have learned: its last loss at most 0.7 of its first,
 or, given [learned], the mean of its last 50 losses at most [learned] times
 the mean of its first 10 (for tasks whose single-batch losses are noisy).
 
+One retry, on a fresh seed, is allowed for an accuracy gap alone, when the
+loss curves agree: a model with batch norms is evaluated with its running
+statistics, which trail the weights, and once in a while one run of a pair
+evaluates a few points below its own training loss whatever its precision
+(the ResNet test: FP32 96.77% against bf16 100.00% at seed 725942378 with
+two threads, final losses 0.0071 and 0.0082; 30 other seeds of the same
+FP32 run all evaluated at 99.91% or more). A real accuracy loss from mixed
+precision fails on both seeds.
+
 usage: check-amp-training.py <mp-runner [options]> <step.mlir> <amp> <steps>
            <max accuracy difference in points> <max mean loss difference>
            [learned]
@@ -26,9 +35,9 @@ import sys
 import tempfile
 
 
-def main():
-    runner, step, amp, steps, max_points, max_loss = sys.argv[1:7]
-    learned = float(sys.argv[7]) if len(sys.argv) > 7 else None
+def attempt(runner, step, amp, steps, max_points, max_loss, learned):
+    """One --compare run on a fresh seed: (failure or None, whether the
+    failure is the accuracy gap alone)."""
     seed = random.randrange(1 << 30)
     with tempfile.TemporaryDirectory() as tmp:
         summary = os.path.join(tmp, "summary.json")
@@ -57,21 +66,35 @@ def main():
           "disagree: 4 sigma is %.2f points), mean loss gap %.4f"
           % (seed, fp32["accuracy"], amp, mixed["accuracy"], points, disagree,
              samples, noise, gap))
-    if abs(points) > allowed:
-        sys.exit("FAIL: accuracy differs by %.2f points (allowed %.2f)"
-                 % (points, allowed))
     if gap > float(max_loss):
-        sys.exit("FAIL: loss curves differ by %.4f on average" % gap)
+        return "FAIL: loss curves differ by %.4f on average" % gap, False
     losses = fp32["losses"]
     if learned is None and losses[-1] > 0.7 * losses[0]:
-        sys.exit("FAIL: the model did not learn")
+        return "FAIL: the model did not learn", False
     if learned is not None:
         ratio = (sum(losses[-50:]) / len(losses[-50:])) / (
             sum(losses[:10]) / len(losses[:10]))
         if ratio > learned:
-            sys.exit("FAIL: the model did not learn (mean of the last 50 "
-                     "losses %.3f of the first 10's, allowed %.2f)"
-                     % (ratio, learned))
+            return ("FAIL: the model did not learn (mean of the last 50 "
+                    "losses %.3f of the first 10's, allowed %.2f)"
+                    % (ratio, learned)), False
+    if abs(points) > allowed:
+        return ("FAIL: accuracy differs by %.2f points (allowed %.2f)"
+                % (points, allowed)), True
+    return None, False
+
+
+def main():
+    runner, step, amp, steps, max_points, max_loss = sys.argv[1:7]
+    learned = float(sys.argv[7]) if len(sys.argv) > 7 else None
+    failure, accuracy_only = attempt(runner, step, amp, steps, max_points,
+                                     max_loss, learned)
+    if failure and accuracy_only:
+        print("%s; the loss curves agree: once more on a fresh seed" % failure)
+        failure, _ = attempt(runner, step, amp, steps, max_points, max_loss,
+                             learned)
+    if failure:
+        sys.exit(failure)
     print("PASS")
 
 
