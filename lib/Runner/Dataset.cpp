@@ -25,8 +25,11 @@ void Dataset::fillBatch(const std::map<unsigned, HostTensor> &split,
     size_t rowBytes = dst.byteSize() / std::max<int64_t>(batch, 1);
     auto *out = static_cast<char *>(dst.data());
     const auto *in = static_cast<const char *>(all.data());
+    // In 128 bits: a step index near 2^53 times the batch overflows 64.
+    unsigned __int128 start =
+        (unsigned __int128)uint64_t(index) * uint64_t(batch);
     for (int64_t r = 0; r < batch; ++r) {
-      int64_t row = (index * batch + r) % samples;
+      int64_t row = int64_t((start + uint64_t(r)) % uint64_t(samples));
       std::memcpy(out + r * rowBytes, in + row * rowBytes, rowBytes);
     }
   }
@@ -287,7 +290,8 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
 static llvm::Expected<int64_t>
 loadNpyArrays(const StepSignature &sig, llvm::ArrayRef<std::string> specs,
               llvm::StringRef option, std::map<unsigned, HostTensor> &split,
-              std::map<unsigned, std::string> &sources) {
+              std::map<unsigned, std::string> &sources,
+              std::vector<std::string> &warnings) {
   int64_t samples = -1;
   for (const std::string &spec : specs) {
     auto [name, path] = llvm::StringRef(spec).split('=');
@@ -332,6 +336,14 @@ loadNpyArrays(const StepSignature &sig, llvm::ArrayRef<std::string> specs,
                                path.str().c_str(),
                                (long long)array->shape[0], (long long)samples);
     samples = array->shape[0];
+    int64_t first = 0;
+    if (int64_t bad = countNonFinite(*array, &first)) {
+      int64_t perSample = array->numElements() / std::max<int64_t>(samples, 1);
+      warnings.push_back(llvm::formatv(
+          "{0} holds {1} NaN or infinite values (the first in sample {2}); "
+          "training on them as given",
+          path, bad, first / std::max<int64_t>(perSample, 1)));
+    }
     split[*arg] = std::move(*array);
     sources[*arg] = path.str();
   }
@@ -350,7 +362,8 @@ runner::loadNpyDataset(const StepSignature &sig,
                        llvm::ArrayRef<std::string> evalSpecs) {
   Dataset data;
   llvm::Expected<int64_t> samples =
-      loadNpyArrays(sig, specs, "--data", data.train, data.trainSource);
+      loadNpyArrays(sig, specs, "--data", data.train, data.trainSource,
+                    data.warnings);
   if (!samples)
     return samples.takeError();
   data.trainSamples = *samples;
@@ -365,7 +378,8 @@ runner::loadNpyDataset(const StepSignature &sig,
     return data;
   }
   llvm::Expected<int64_t> evalSamples =
-      loadNpyArrays(sig, evalSpecs, "--eval-data", data.eval, data.evalSource);
+      loadNpyArrays(sig, evalSpecs, "--eval-data", data.eval, data.evalSource,
+                    data.warnings);
   if (!evalSamples)
     return evalSamples.takeError();
   data.evalSamples = *evalSamples;

@@ -13,6 +13,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 #include <cstring>
 
 using namespace mp;
@@ -383,7 +385,23 @@ Expected<Checkpoint> runner::readSafetensors(StringRef path) {
   return ckpt;
 }
 
+int64_t runner::countNonFinite(const HostTensor &tensor, int64_t *first) {
+  if (tensor.type != MP_F32 && tensor.type != MP_F64 &&
+      tensor.type != MP_F16 && tensor.type != MP_BF16)
+    return 0;
+  int64_t count = 0;
+  for (int64_t i = 0, n = tensor.numElements(); i < n; ++i)
+    if (!std::isfinite(tensor.getFloat(i)) && count++ == 0 && first)
+      *first = i;
+  return count;
+}
+
 Error runner::writeSafetensors(StringRef path, const Checkpoint &ckpt) {
+  if (ckpt.tensors.count(kSafetensorsMetadataKey))
+    return createStringError(std::errc::invalid_argument,
+                             "cannot write '%s': a tensor is named '%s', "
+                             "which safetensors reserves for its metadata",
+                             path.str().c_str(), kSafetensorsMetadataKey);
   llvm::json::Object header;
   uint64_t offset = 0;
   for (auto &[name, tensor] : ckpt.tensors) {

@@ -311,6 +311,11 @@ llvm::Expected<unsigned> Trainer::loadWeights(const Checkpoint &weights,
     if (tensor.shape != t.shape || !floats)
       return fail("'" + name + "' is " + tensor.describe() +
                   ", the parameter is " + t.describe());
+    int64_t first = 0;
+    if (int64_t bad = countNonFinite(tensor, &first))
+      return fail("'" + name + "' holds " + llvm::Twine(bad) +
+                  " NaN or infinite values (the first at element " +
+                  llvm::Twine(first) + ")");
     if (tensor.type == t.type)
       llvm::copy(tensor.storage, t.storage.begin());
     else
@@ -396,6 +401,9 @@ llvm::Expected<int64_t> Trainer::restore(const Checkpoint &ckpt,
   if (stepIt == ckpt.metadata.end() ||
       llvm::StringRef(stepIt->second).getAsInteger(10, step) || step < 0)
     return fail("has no valid 'step' in its metadata");
+  if (step > kMaxSteps)
+    return fail("its step " + llvm::Twine(step) +
+                " is out of range (a run counts at most 2^53 steps)");
   for (auto [k, a] : llvm::enumerate(signature().arguments)) {
     if (!isPersistent(k))
       continue;
@@ -409,6 +417,13 @@ llvm::Expected<int64_t> Trainer::restore(const Checkpoint &ckpt,
         it->second.shape != buffers[k].shape)
       return fail("tensor '" + a.name + "' is " + it->second.describe() +
                   ", the step needs " + buffers[k].describe());
+    int64_t first = 0;
+    if (int64_t bad = countNonFinite(it->second, &first))
+      return fail("tensor '" + a.name + "' holds " + llvm::Twine(bad) +
+                  " NaN or infinite values (the first at element " +
+                  llvm::Twine(first) +
+                  "): the run that wrote it had diverged; resume from an "
+                  "earlier checkpoint");
     // In place: the executor's buffers (and a captured graph) keep
     // pointing at these.
     llvm::copy(it->second.storage, buffers[k].storage.begin());

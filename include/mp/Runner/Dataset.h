@@ -48,6 +48,9 @@ struct Dataset {
   bool evalHeldOut = true;
   /// Where each array came from ("labels.npy"), for messages.
   std::map<unsigned, std::string> trainSource, evalSource;
+  /// What the user should know about the data before training on it
+  /// (arrays holding NaNs or infinities).
+  std::vector<std::string> warnings;
 
   /// Copies batch `index` of `split` into the argument buffers.
   void fillBatch(const std::map<unsigned, HostTensor> &split, int64_t samples,

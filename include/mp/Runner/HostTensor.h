@@ -74,6 +74,13 @@ llvm::Expected<HostTensor> readNpy(llvm::StringRef path);
 /// Writes a .npy file atomically.
 llvm::Error writeNpy(llvm::StringRef path, const HostTensor &tensor);
 
+/// The number of NaN and infinite values of a floating-point tensor (0 for
+/// integers), and the index of the first in `first`.
+int64_t countNonFinite(const HostTensor &tensor, int64_t *first = nullptr);
+
+/// The name safetensors reserves for its metadata: no tensor can have it.
+constexpr const char *kSafetensorsMetadataKey = "__metadata__";
+
 /// A safetensors file: named tensors plus string metadata.
 struct Checkpoint {
   std::map<std::string, HostTensor> tensors;

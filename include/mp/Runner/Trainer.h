@@ -29,6 +29,10 @@ struct StepRecord {
   int64_t firstNonfinite = -1;
 };
 
+/// The most steps a run counts: past 2^53 a step number is no longer exact
+/// as a double (the logs and the summary hold it as one).
+constexpr int64_t kMaxSteps = int64_t(1) << 53;
+
 /// The loss scale of a record for printing ("-" without dynamic scaling).
 std::string formatScale(const StepRecord &r);
 

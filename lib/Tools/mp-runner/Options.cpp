@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include "mp/Runner/Trainer.h"
+
 #include <cmath>
 
 using namespace mp;
@@ -19,8 +21,8 @@ llvm::Error tools::checkOptions(const Options &o) {
     return bad("--amp must be f16, bf16, off or auto, not '" + o.amp + "'");
   if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
     return bad("--backend must be cpu, cuda or auto, not '" + o.backend + "'");
-  if (o.steps < 1)
-    return bad("--steps must be at least 1");
+  if (o.steps < 1 || o.steps > runner::kMaxSteps)
+    return bad("--steps must be at least 1 and at most 2^53");
   if (o.compare && (!o.resume.empty() || !o.checkpoint.empty()))
     return bad("--compare does not take checkpoints");
   if (o.trainSamples < 1)

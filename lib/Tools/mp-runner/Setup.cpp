@@ -163,6 +163,15 @@ llvm::Error Driver::compileRuns() {
     run.trainer = std::move(*trainer);
     runs.push_back(std::move(run));
   }
+  // Found now, not when the first checkpoint is written and the run's
+  // state would be lost.
+  if (!o.checkpoint.empty())
+    for (const StepArgument &a : runs.front().trainer->signature().arguments)
+      if (a.name == kSafetensorsMetadataKey)
+        return error("the step has a " + tg::stringifyArgRole(a.role) +
+                     " named '" + a.name +
+                     "', which safetensors reserves for its metadata, so "
+                     "--checkpoint could not hold it; rename it");
   return llvm::Error::success();
 }
 
@@ -176,6 +185,15 @@ llvm::Error Driver::prepareData() {
   if (!dataset)
     return dataset.takeError();
   data = std::move(*dataset);
+  if (!o.data.empty() && o.evalSamples.getNumOccurrences() &&
+      o.evalSamples > data->evalSamples)
+    return error("--eval-samples " + llvm::Twine(o.evalSamples) +
+                 ": the evaluation split has " +
+                 llvm::Twine(data->evalSamples) + " samples (" +
+                 (o.evalData.empty() ? "the --data arrays" : "--eval-data") +
+                 ")");
+  for (const std::string &warning : data->warnings)
+    llvm::errs() << "mp-runner: warning: " << warning << "\n";
   return checkLabels(sig, modelShape, *data);
 }
 
