@@ -107,6 +107,15 @@ Error mp::AtomicFile::cannot(std::error_code ec, StringRef what) const {
                            given.c_str(), target.c_str(), ec.message().c_str());
 }
 
+Error mp::AtomicFile::writeInPlace(int fd) {
+  if (fd < 0)
+    return cannot(lastError(), "write");
+  file = std::make_unique<raw_fd_ostream>(fd, /*shouldClose=*/true);
+  stream = file.get();
+  inPlace = true;
+  return Error::success();
+}
+
 Expected<std::unique_ptr<mp::AtomicFile>>
 mp::AtomicFile::create(StringRef path) {
   std::unique_ptr<AtomicFile> out(new AtomicFile());
@@ -122,13 +131,9 @@ mp::AtomicFile::create(StringRef path) {
     // One of this process's descriptors: written where it stands, after
     // what the tool printed there so far.
     llvm::outs().flush();
-    llvm::errs().flush();
-    int fd = ::fcntl(*target->descriptor, F_DUPFD_CLOEXEC, 3);
-    if (fd < 0)
-      return out->cannot(lastError(), "write");
-    out->file = std::make_unique<raw_fd_ostream>(fd, /*shouldClose=*/true);
-    out->stream = out->file.get();
-    out->inPlace = true;
+    if (Error err =
+            out->writeInPlace(::fcntl(*target->descriptor, F_DUPFD_CLOEXEC, 3)))
+      return std::move(err);
     return out;
   }
   struct stat st;
@@ -145,12 +150,9 @@ mp::AtomicFile::create(StringRef path) {
     // A device or a FIFO: written in place, since renaming a regular file
     // over it would replace it. Nothing can be taken back there; a FIFO
     // waits for its reader, as a shell's redirection does.
-    int fd = ::open(target->file.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-      return out->cannot(lastError(), "write");
-    out->file = std::make_unique<raw_fd_ostream>(fd, /*shouldClose=*/true);
-    out->stream = out->file.get();
-    out->inPlace = true;
+    if (Error err = out->writeInPlace(
+            ::open(target->file.c_str(), O_WRONLY | O_CLOEXEC)))
+      return std::move(err);
     return out;
   }
   // A regular file, or a new one: the temporary goes next to the file the

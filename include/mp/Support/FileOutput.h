@@ -58,6 +58,10 @@ private:
   AtomicFile() = default;
   /// "cannot <what> '<path>' (<target>): <reason>".
   llvm::Error cannot(std::error_code ec, llvm::StringRef what) const;
+  /// Writes directly to `fd` (a device, a FIFO, one of the process's
+  /// descriptors), without a temporary; a negative `fd` is the error in
+  /// errno.
+  llvm::Error writeInPlace(int fd);
   /// Discards the file and returns cannot(ec, what).
   llvm::Error fail(std::error_code ec, llvm::StringRef what);
 

@@ -149,6 +149,25 @@ Error fail(StringRef where, const llvm::Twine &what) {
                            where.str().c_str(), what.str().c_str());
 }
 
+/// A tensor's element count and bytes from its shape and type, or an error
+/// naming it (an unsupported type, a bad shape, a size past 64 bits).
+Expected<std::pair<uint64_t, uint64_t>>
+shapeSize(const ::onnx::TensorProto &t, StringRef where) {
+  DataType type = static_cast<DataType>(t.data_type());
+  size_t size = dataTypeSize(type);
+  if (!size)
+    return fail(where, "tensor '" + t.name() + "' has element type " +
+                           dataTypeName(type) + ", which mp does not support");
+  uint64_t count = 1;
+  for (int64_t d : t.dims())
+    if (d < 0 || __builtin_mul_overflow(count, uint64_t(d), &count))
+      return fail(where, "tensor '" + t.name() + "' has a bad shape");
+  uint64_t bytes;
+  if (__builtin_mul_overflow(count, uint64_t(size), &bytes))
+    return fail(where, "tensor '" + t.name() + "' is too large");
+  return std::make_pair(count, bytes);
+}
+
 /// Copies a TensorProto's value (raw or typed fields) into `out`.
 Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
                     Tensor &out) {
@@ -156,18 +175,10 @@ Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
   out.type = static_cast<DataType>(t.data_type());
   out.dims.assign(t.dims().begin(), t.dims().end());
   size_t size = dataTypeSize(out.type);
-  if (!size)
-    return fail(where, "tensor '" + t.name() + "' has element type " +
-                           dataTypeName(out.type) +
-                           ", which mp does not support");
-  uint64_t count = 1;
-  for (int64_t d : out.dims) {
-    if (d < 0 || __builtin_mul_overflow(count, uint64_t(d), &count))
-      return fail(where, "tensor '" + t.name() + "' has a bad shape");
-  }
-  uint64_t bytes;
-  if (__builtin_mul_overflow(count, uint64_t(size), &bytes))
-    return fail(where, "tensor '" + t.name() + "' is too large");
+  Expected<std::pair<uint64_t, uint64_t>> sizes = shapeSize(t, where);
+  if (!sizes)
+    return sizes.takeError();
+  auto [count, bytes] = *sizes;
   auto expect = [&](uint64_t have) -> Error {
     if (have != count)
       return fail(where, "tensor '" + t.name() + "' holds " +
@@ -232,15 +243,10 @@ Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
 /// hold).
 Expected<uint64_t> declaredBytes(const ::onnx::TensorProto &t,
                                  StringRef where) {
-  size_t size = dataTypeSize(static_cast<DataType>(t.data_type()));
-  if (!size)
-    return fail(where, "tensor '" + t.name() + "' has element type " +
-                           dataTypeName(static_cast<DataType>(t.data_type())) +
-                           ", which mp does not support");
-  uint64_t bytes = size;
-  for (int64_t d : t.dims())
-    if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes))
-      return fail(where, "tensor '" + t.name() + "' has a bad shape");
+  Expected<std::pair<uint64_t, uint64_t>> sizes = shapeSize(t, where);
+  if (!sizes)
+    return sizes.takeError();
+  uint64_t bytes = sizes->second;
   if (Error e = mp::checkAllocation(bytes, "tensor '" + t.name() + "'"))
     return fail(where, llvm::toString(std::move(e)));
   return bytes;

@@ -43,7 +43,9 @@ int fail(llvm::Error err);
 
 class Driver {
 public:
-  explicit Driver(const Options &options) : o(options) {}
+  explicit Driver(const Options &options)
+      : o(options), progress(/*stderr*/ 2, "mp-runner",
+                             options.compileProgress) {}
 
   /// Runs mp-runner with the options; returns the exit status.
   int run();
@@ -110,7 +112,7 @@ private:
   /// warm-up and the AMP step after it, and every re-planned step.
   std::vector<std::unique_ptr<runner::Session>> sessions;
   /// What a long compilation is doing, on stderr.
-  std::unique_ptr<runner::CompileProgress> progress;
+  runner::CompileProgress progress;
   runner::ModelShape modelShape;
   bool firstCompile = true;
 

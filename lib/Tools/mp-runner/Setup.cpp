@@ -91,14 +91,11 @@ Driver::compile(const std::string &label, const std::string &mode,
                 const std::string &policyFile) {
   sessions.push_back(std::make_unique<Session>());
   Session &session = *sessions.back();
-  if (!progress)
-    progress = std::make_unique<CompileProgress>(/*stderr*/ 2, "mp-runner",
-                                                 o.compileProgress);
-  progress->beginPhase(isOnnxFile(o.input) ? "importing " + o.input
+  progress.beginPhase(isOnnxFile(o.input) ? "importing " + o.input
                                            : "reading " + o.input);
   OwningOpRef<ModuleOp> module =
       loadModel(session, o.input, o.importing, o.differentiation.loss);
-  progress->endPhase();
+  progress.endPhase();
   if (!module)
     return llvm::make_error<DiagnosedError>();
   if (firstCompile && isOnnxFile(o.input))
@@ -106,8 +103,7 @@ Driver::compile(const std::string &label, const std::string &mode,
                  << initialWeightBytes(*module) / 1024
                  << " KiB of initial weights from its initializers)\n";
   FailureOr<bool> made = makeTrainStep(
-      *module, o.entry, o.differentiation.options(), progress.get());
-  progress->endPhase();
+      *module, o.entry, o.differentiation.options(), &progress);
   if (failed(made))
     return llvm::make_error<DiagnosedError>();
   if (firstCompile) {
@@ -132,11 +128,8 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.backend = backend.backend;
   options.optLevel = o.optLevel;
   options.cudaGraphs = o.cudaGraphs;
-  options.progress = progress.get();
-  llvm::Expected<std::unique_ptr<Trainer>> trainer =
-      compileTrainer(*module, options, label);
-  progress->endPhase();
-  return trainer;
+  options.progress = &progress;
+  return compileTrainer(*module, options, label);
 }
 
 llvm::Error Driver::compileRuns() {
