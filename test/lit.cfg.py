@@ -45,12 +45,53 @@ config.substitutions.append(("%cuda_runner", runner + " --backend=cuda"))
 tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-fast-path-tests",
          "mp-runner", "mp-compile", "mp-grad-check", "mp-import-onnx", "mp-onnx-test",
-         "mp-cuda-kernel-tests"]
+         "mp-cuda-kernel-tests", "mp-mlir-fuzzer", "mp-onnx-fuzzer",
+         "mp-safetensors-fuzzer", "mp-npy-fuzzer", "mp-policy-fuzzer"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
-# The mlir-opt plugin exists where a shared libMLIR was found.
+# The sanitized tree (utils/mp test --sanitize): asan and ubsan, and
+# libfuzzer where the fuzz targets link libFuzzer (else they replay the files
+# they are given). Under ASan a leak is an error, UBSan stops at the first
+# report, and both print a stack with symbols.
+sanitizers = config.mp_sanitizer.lower().split(";")
+if "address" in sanitizers:
+    config.available_features.add("asan")
+    config.environment["ASAN_OPTIONS"] = (
+        "detect_leaks=1:abort_on_error=0:strict_string_checks=1:"
+        "detect_stack_use_after_return=1:check_initialization_order=1")
+    config.environment["LSAN_OPTIONS"] = "suppressions=" + os.path.join(
+        config.mp_src_root, "utils", "sanitizers", "lsan.supp")
+if "undefined" in sanitizers:
+    config.available_features.add("ubsan")
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+# A program built against this tree's libraries (find_package(MP)) needs
+# the same instrumentation at its link.
+sanitizer_flags = [{"address": "-fsanitize=address",
+                    "undefined": "-fsanitize=undefined"}[s]
+                   for s in sanitizers if s in ("address", "undefined")]
+if config.mp_libfuzzer:
+    sanitizer_flags.append("-fsanitize=fuzzer-no-link")
+config.substitutions.append(
+    ("%mp_cmake_sanitizer_flags",
+     "'-DCMAKE_CXX_FLAGS=%s'" % " ".join(sanitizer_flags)
+     if sanitizer_flags else ""))
+if sanitizers != [""]:
+    lit_config.note("sanitizers: " + config.mp_sanitizer)
+    llvm_symbolizer = os.path.join(config.llvm_tools_dir, "llvm-symbolizer")
+    if os.path.exists(llvm_symbolizer):
+        config.environment["ASAN_SYMBOLIZER_PATH"] = llvm_symbolizer
+if config.mp_libfuzzer:
+    config.available_features.add("libfuzzer")
+
+# The mlir-opt plugin exists where a shared libMLIR was found; built with
+# AddressSanitizer it cannot load into Debian's mlir-opt, which is not.
 if os.path.exists(os.path.join(config.mp_obj_root, "lib", "MPPlugin.so")):
-    config.available_features.add("mlir-opt-plugin")
+    if "address" in config.mp_sanitizer.lower().split(";"):
+        lit_config.note("sanitized: the mlir-opt plugin test is reported "
+                        "UNSUPPORTED (an ASan plugin does not load into an "
+                        "mlir-opt built without it)")
+    else:
+        config.available_features.add("mlir-opt-plugin")
 
 # What `mp-runner --device-info` finds. The CUDA backend: built
 # (cuda-backend) and, with a GPU, runnable (cuda-device); tests of the GPU

@@ -19,11 +19,6 @@ llvm::StringRef runner::backendName(Backend backend) {
   return backend == Backend::CUDA ? "cuda" : "cpu";
 }
 
-static llvm::Error runtimeError(llvm::StringRef what) {
-  const char *message = mprtTakeError();
-  return createStringError(std::errc::io_error, "%s: %s", what.str().c_str(),
-                           message ? message : "unknown error");
-}
 
 //===----------------------------------------------------------------------===//
 // Device queries
@@ -47,6 +42,13 @@ const char *yesNo(bool b) { return b ? "yes" : "no"; }
 
 } // namespace
 
+#ifdef MP_RUNTIME_HAS_CUDA
+static llvm::Error runtimeError(llvm::StringRef what) {
+  const char *message = mprtTakeError();
+  return createStringError(std::errc::io_error, "%s: %s", what.str().c_str(),
+                           message ? message : "unknown error");
+}
+
 /// Whether the machine has an NVIDIA GPU the kernel driver exposes.
 static bool nvidiaDevicePresent() {
   return llvm::sys::fs::exists("/dev/nvidia0") ||
@@ -54,7 +56,6 @@ static bool nvidiaDevicePresent() {
          llvm::sys::fs::exists("/proc/driver/nvidia/version");
 }
 
-#ifdef MP_RUNTIME_HAS_CUDA
 /// The first GPU, when there is one (the one the CUDA backend uses).
 static std::optional<mprtCudaDeviceInfo> firstGpu(std::string &why) {
   if (mprtCudaDeviceCount() < 1) {

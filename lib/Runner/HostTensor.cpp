@@ -113,7 +113,8 @@ llvm::Error runner::assignElements(HostTensor &t, mlir::ElementsAttr init,
                                "%zu",
                                name.str().c_str(), data.size(),
                                t.describe().c_str(), t.byteSize());
-    std::memcpy(t.data(), data.data(), data.size());
+    if (!data.empty())
+      std::memcpy(t.data(), data.data(), data.size());
     return llvm::Error::success();
   }
   auto dense = llvm::cast<mlir::DenseElementsAttr>(init);
@@ -268,7 +269,8 @@ Expected<HostTensor> runner::readNpy(StringRef path) {
                          : llvm::Twine("more bytes than a file can hold")) +
                 ")");
   HostTensor tensor(*type, shape);
-  std::memcpy(tensor.data(), bytes.data() + dataOffset, tensor.byteSize());
+  if (tensor.byteSize()) // an empty array's storage may be null
+    std::memcpy(tensor.data(), bytes.data() + dataOffset, tensor.byteSize());
   return tensor;
 }
 
@@ -379,7 +381,8 @@ Expected<Checkpoint> runner::readSafetensors(StringRef path) {
                   "' has data offsets outside the file or not matching " +
                   describeShape(*type, dims));
     HostTensor tensor(*type, dims);
-    std::memcpy(tensor.data(), data.data() + *begin, tensor.byteSize());
+    if (tensor.byteSize()) // an empty tensor's storage may be null
+      std::memcpy(tensor.data(), data.data() + *begin, tensor.byteSize());
     ckpt.tensors[key.str()] = std::move(tensor);
   }
   return ckpt;

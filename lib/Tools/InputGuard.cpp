@@ -228,7 +228,8 @@ LogicalResult mp::checkIRNesting(mlir::Operation *root, raw_ostream &os,
   NestingMeter meter(maxDepth);
   std::vector<std::pair<mlir::Operation *, unsigned>> ops{{root, 0}};
   while (!ops.empty()) {
-    auto [op, depth] = ops.back();
+    mlir::Operation *op = ops.back().first;
+    unsigned depth = ops.back().second;
     ops.pop_back();
     auto fail = [&](StringRef what) {
       os << where << ": error: input nests " << what << " more than "

@@ -69,8 +69,20 @@ def generate(scratch):
                 "}) : () -> ()\n" * n + "return\n}\n")
 
 
+# Under AddressSanitizer (utils/mp test --sanitize) a tool cannot start
+# with its address space capped, as ASan reserves terabytes of shadow
+# memory; ASan's allocator enforces the cap instead, failing an allocation
+# above it as the capped system would.
+SANITIZED = "ASAN_OPTIONS" in os.environ
+TOOL_ENV = dict(os.environ)
+if SANITIZED:
+    TOOL_ENV["ASAN_OPTIONS"] += (":allocator_may_return_null=1:"
+                                 f"max_allocation_size_mb={MEMORY_LIMIT >> 20}")
+
+
 def limit():
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    if not SANITIZED:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
 def check(tool, path):
@@ -80,7 +92,7 @@ def check(tool, path):
         args = args or ["-o", os.devnull]
         r = subprocess.run([program, path] + args, capture_output=True,
                            text=True, errors="replace", timeout=TIME_LIMIT_S,
-                           preexec_fn=limit)
+                           preexec_fn=limit, env=TOOL_ENV)
     except subprocess.TimeoutExpired:
         return False, f"{name}: HANG (over {TIME_LIMIT_S} s)"
     first = next((l for l in r.stderr.splitlines() if "error:" in l), "")

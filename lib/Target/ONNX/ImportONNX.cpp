@@ -443,8 +443,11 @@ LogicalResult Importer::convertNode(const Node &node, unsigned index) {
         in.push_back(v);
     if (in.size() == node.inputs.size()) {
       const Attribute *fmod = node.attribute("fmod");
-      StringRef op = node.opType == "Mod" && fmod && fmod->i ? "FMod"
-                                                             : node.opType;
+      // Both arms StringRefs: with a std::string arm the conditional made a
+      // temporary string that died before foldElementwise read it.
+      StringRef op = node.opType == "Mod" && fmod && fmod->i
+                         ? StringRef("FMod")
+                         : StringRef(node.opType);
       llvm::Expected<Known> folded = foldElementwise(op, in);
       if (!folded) {
         error() << llvm::toString(folded.takeError());

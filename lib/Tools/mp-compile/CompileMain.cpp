@@ -79,7 +79,9 @@ int mp::compileMain(int argc, char **argv) {
     llvm::errs() << "mp-compile: note: the step '" << original
                  << "' is called '" << cName << "' in C\n";
   }
-  AmpConfig config{amp, ampOptions};
+  AmpConfig config;
+  config.mode = amp;
+  config.options = ampOptions;
   FailureOr<StepSignature> sig = lowerStep(*module, cName, config);
   if (failed(sig))
     return 1;

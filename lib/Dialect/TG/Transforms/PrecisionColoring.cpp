@@ -563,9 +563,9 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
   for (auto [i, n] : llvm::enumerate(nodes)) {
     if (!n.op.hasComputeType())
       continue;
-    auto touchesLow = [&] {
+    auto touchesLow = [&, op = n.op] {
       for (Type t :
-           llvm::concat<Type>(n.op->getOperandTypes(), n.op->getResultTypes()))
+           llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
         if (isa<RankedTensorType>(t) && getElementTypeOrSelf(t) == low)
           return true;
       return false;
@@ -578,8 +578,12 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
       n.op.setComputeType(cast<FloatType>(f32));
   }
 
-  if (policy.allowsSignatureChange())
+  if (policy.allowsSignatureChange()) {
     changeSignature(fn);
+    // It erases casts it folds into the signature: `created` forgets them,
+    // and so must the list the folding below visits.
+    llvm::erase_if(made, [&](Operation *c) { return !created.contains(c); });
+  }
 
   // Fold the casts made: exact round trips and casts of constants.
   GreedyRewriteConfig config;

@@ -205,9 +205,11 @@ struct RaiseErfGelu : OpRewritePattern<ErfOp> {
     Operation *root = findProduct(u, x, 0.5, matched);
     if (!root || root->getResult(0).getType() != x.getType())
       return failure();
+    // The location is read before the replacement erases `root`.
+    Location loc = raisedLoc(matched, root, "Gelu");
     rewriter.replaceOpWithNewOp<GeluOp>(root, x.getType(), x, UnitAttr(),
                                         nullptr)
-        ->setLoc(raisedLoc(matched, root, "Gelu"));
+        ->setLoc(loc);
     return success();
   }
 };
@@ -248,10 +250,11 @@ struct RaiseTanhGelu : OpRewritePattern<TanhOp> {
       Operation *root = findProduct(u, x, 0.5, matched);
       if (!root || root->getResult(0).getType() != x.getType())
         return failure();
+      Location loc = raisedLoc(matched, root, "Gelu");
       rewriter
           .replaceOpWithNewOp<GeluOp>(root, x.getType(), x,
                                       rewriter.getUnitAttr(), nullptr)
-          ->setLoc(raisedLoc(matched, root, "Gelu"));
+          ->setLoc(loc);
       return success();
     }
     return failure();
@@ -319,11 +322,12 @@ struct RaiseSoftmax : OpRewritePattern<DivOp> {
     Value x = stabilisedInput(z, axis, matched);
     if (x.getType() != div.getType())
       return failure();
+    Location loc = raisedLoc(matched, div, "Softmax");
     rewriter
         .replaceOpWithNewOp<SoftmaxOp>(div, div.getType(), x,
                                        rewriter.getI64IntegerAttr(axis),
                                        nullptr)
-        ->setLoc(raisedLoc(matched, div, "Softmax"));
+        ->setLoc(loc);
     return success();
   }
 };
@@ -349,11 +353,12 @@ struct RaiseLogSoftmax : OpRewritePattern<SubOp> {
     Value x = stabilisedInput(z, found->second, matched);
     if (x.getType() != sub.getType())
       return failure();
+    Location loc = raisedLoc(matched, sub, "LogSoftmax");
     rewriter
         .replaceOpWithNewOp<LogSoftmaxOp>(
             sub, sub.getType(), x, rewriter.getI64IntegerAttr(found->second),
             nullptr)
-        ->setLoc(raisedLoc(matched, sub, "LogSoftmax"));
+        ->setLoc(loc);
     return success();
   }
 };
