@@ -446,6 +446,10 @@ LogicalResult FunctionLowering::run() {
     fn->removeAttr(TGDialect::kTrainStepAttr);
     fn->setAttr("mp.train_step", UnitAttr::get(ctx));
   }
+  // The arguments' tg roles are mp names now, so a forward function lowered
+  // beside its step is no longer one: tg.forward's verifier reads the roles
+  // (found by mp-mlir-fuzzer).
+  fn->removeAttr(TGDialect::kForwardAttr);
   return success();
 }
 

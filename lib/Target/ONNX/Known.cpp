@@ -83,13 +83,7 @@ void Known::set(int64_t k, double value) {
     i[k] = value != 0;
     return;
   }
-  // Out-of-range and NaN conversions are undefined in ONNX; saturate.
-  double t = std::trunc(value);
-  int64_t v = std::isnan(t) ? 0
-              : t >= 9.2e18 ? INT64_MAX
-              : t <= -9.2e18 ? INT64_MIN
-                             : static_cast<int64_t>(t);
-  i[k] = wrapTo(type, v);
+  i[k] = wrapTo(type, saturatingInt(value));
 }
 
 void Known::setInt(int64_t k, int64_t value) {

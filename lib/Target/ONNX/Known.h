@@ -31,8 +31,9 @@ struct Known {
   bool isFloat() const { return isFloatType(type); }
   int64_t size() const;
   double getFloat(int64_t k) const { return isFloat() ? f[k] : double(i[k]); }
+  /// Element `k` as an integer (a float saturates: saturatingInt).
   int64_t getInt(int64_t k) const {
-    return isFloat() ? static_cast<int64_t>(f[k]) : i[k];
+    return isFloat() ? saturatingInt(f[k]) : i[k];
   }
   /// Element `k` set from a double, rounded to the type (integers truncate,
   /// BOOL is x != 0, FLOAT16/BFLOAT16/FLOAT round to their precision).

@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -44,6 +45,17 @@ enum class DataType : int32_t {
 const char *dataTypeName(DataType type);
 /// Bytes per element, 0 for types mp does not hold.
 size_t dataTypeSize(DataType type);
+
+/// `value` truncated to an integer, saturated at int64's bounds (NaN is 0):
+/// converting a double outside int64's range is undefined behaviour, and
+/// ONNX leaves such conversions undefined too.
+inline int64_t saturatingInt(double value) {
+  double t = std::trunc(value);
+  return std::isnan(t)    ? 0
+         : t >= 0x1p63    ? INT64_MAX
+         : t <= -0x1p63   ? INT64_MIN
+                          : static_cast<int64_t>(t);
+}
 
 /// A tensor's value: little-endian, row-major bytes of its element type.
 struct Tensor {

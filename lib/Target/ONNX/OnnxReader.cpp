@@ -100,7 +100,7 @@ int64_t Tensor::getInt(int64_t i) const {
     std::memcpy(&v, p, 8);
     return v;
   }
-  default: return static_cast<int64_t>(getFloat(i));
+  default: return saturatingInt(getFloat(i));
   }
 }
 
@@ -178,7 +178,7 @@ Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
   Expected<std::pair<uint64_t, uint64_t>> sizes = shapeSize(t, where);
   if (!sizes)
     return sizes.takeError();
-  auto [count, bytes] = *sizes;
+  uint64_t count = sizes->first, bytes = sizes->second;
   auto expect = [&](uint64_t have) -> Error {
     if (have != count)
       return fail(where, "tensor '" + t.name() + "' holds " +
@@ -209,6 +209,10 @@ Error convertTensor(const ::onnx::TensorProto &t, StringRef where,
   if (Error e = expect(uint64_t(have)))
     return e;
   out.bytes.assign(bytes, 0);
+  // An empty tensor: its repeated field's data() may be null, which memcpy
+  // must not be given even for no bytes.
+  if (bytes == 0)
+    return Error::success();
   char *dst = out.bytes.data();
   switch (out.type) {
   case DataType::Float:
@@ -392,6 +396,25 @@ ValueType convertType(const ::onnx::TypeProto &type) {
   return out;
 }
 
+/// Checks `a` against the type `schema` declares for it (nothing to check
+/// for an attribute or op the schemas do not know).
+Error checkAttributeType(const ::onnx::AttributeProto &a,
+                         const ::onnx::OpSchema *schema, StringRef where) {
+  if (!schema)
+    return Error::success();
+  auto declared = schema->attributes().find(a.name());
+  if (declared == schema->attributes().end() ||
+      a.type() == declared->second.type)
+    return Error::success();
+  return fail(where, "attribute '" + a.name() + "' is of type " +
+                         ::onnx::AttributeProto::AttributeType_Name(a.type()) +
+                         "; " + schema->Name() + " declares it " +
+                         ::onnx::AttributeProto::AttributeType_Name(
+                             declared->second.type) +
+                         " (since opset " +
+                         llvm::Twine(schema->since_version()) + ")");
+}
+
 Error convertAttribute(const ::onnx::AttributeProto &a, StringRef where,
                        Attribute &out) {
   out.name = a.name();
@@ -471,6 +494,24 @@ Error checkDefinitions(const ::onnx::GraphProto &graph, StringRef path) {
   return Error::success();
 }
 
+/// Whether every node of `graph` reads only values defined before it: graph
+/// inputs, initializers and earlier nodes' outputs (an empty name is an
+/// omitted optional input).
+bool readsOnlyDefinedValues(const ::onnx::GraphProto &graph) {
+  std::set<std::string> defined;
+  for (const ::onnx::ValueInfoProto &v : graph.input())
+    defined.insert(v.name());
+  for (const ::onnx::TensorProto &t : graph.initializer())
+    defined.insert(t.name());
+  for (const ::onnx::NodeProto &n : graph.node()) {
+    for (const std::string &in : n.input())
+      if (!in.empty() && !defined.count(in))
+        return false;
+    defined.insert(n.output().begin(), n.output().end());
+  }
+  return true;
+}
+
 /// Parses the ModelProto in `path`.
 Error parseModelFile(StringRef path, ::onnx::ModelProto &proto) {
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
@@ -520,7 +561,7 @@ Expected<Model> mp::onnx::readModel(StringRef path,
 
   // Inputs bound to constants become initializers.
   for (const auto &[name, file] : options.constantInputs) {
-    auto it = llvm::find_if(graph.input(), [&](const auto &v) {
+    auto it = llvm::find_if(graph.input(), [&, &name = name](const auto &v) {
       return v.name() == name;
     });
     if (it == graph.input().end())
@@ -584,20 +625,43 @@ Expected<Model> mp::onnx::readModel(StringRef path,
   model.irVersion = proto.ir_version();
   model.producer = proto.producer_name();
   model.graphName = graph.name();
-  for (const auto &opset : proto.opset_import())
-    model.opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] =
-        opset.version();
+  for (const auto &opset : proto.opset_import()) {
+    std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    if (opset.version() < 1)
+      return fail(path, "the model imports opset " +
+                            llvm::Twine(opset.version()) + " of " +
+                            (domain.empty() ? "the default domain"
+                                            : "domain '" + domain + "'") +
+                            "; opsets start at 1");
+    model.opsets[domain] = opset.version();
+  }
+  // Without one, no op of the domain has a meaning.
+  for (const ::onnx::NodeProto &n : graph.node()) {
+    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    if (!model.opsets.count(domain))
+      return fail(path, "node '" + n.name() + "' (" + n.op_type() +
+                            ") is of " +
+                            (domain.empty() ? "the default domain"
+                                            : "domain '" + domain + "'") +
+                            ", for which the model imports no opset");
+  }
 
-  try {
-    ::onnx::shape_inference::InferShapes(
-        proto, ::onnx::OpSchemaRegistry::Instance(),
-        ::onnx::ShapeInferenceOptions(/*check_type=*/false,
-                                      /*strict_mode=*/0,
-                                      /*data_prop=*/true));
-  } catch (const std::exception &e) {
-    return fail(path, std::string("ONNX shape inference failed: ") + e.what());
-  } catch (...) {
-    return fail(path, "ONNX shape inference failed");
+  // ONNX's shape inference (libonnx 1.12) dereferences a null pointer on a
+  // node input that nothing defines (found by mp-onnx-fuzzer): such a graph
+  // is left uninferred, for the importer's error that names the node.
+  if (readsOnlyDefinedValues(graph)) {
+    try {
+      ::onnx::shape_inference::InferShapes(
+          proto, ::onnx::OpSchemaRegistry::Instance(),
+          ::onnx::ShapeInferenceOptions(/*check_type=*/false,
+                                        /*strict_mode=*/0,
+                                        /*data_prop=*/true));
+    } catch (const std::exception &e) {
+      return fail(path,
+                  std::string("ONNX shape inference failed: ") + e.what());
+    } catch (...) {
+      return fail(path, "ONNX shape inference failed");
+    }
   }
 
   std::map<std::string, bool> isInitializer;
@@ -626,10 +690,22 @@ Expected<Model> mp::onnx::readModel(StringRef path,
     node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
     node.inputs.assign(n.input().begin(), n.input().end());
     node.outputs.assign(n.output().begin(), n.output().end());
+    // The op's schema, for the opset the model imports for its domain.
+    auto opset = model.opsets.find(node.domain);
+    const ::onnx::OpSchema *schema =
+        opset == model.opsets.end()
+            ? nullptr
+            : ::onnx::OpSchemaRegistry::Schema(n.op_type(),
+                                               int(opset->second),
+                                               node.domain);
     for (const ::onnx::AttributeProto &a : n.attribute()) {
       Attribute attr;
       std::string where = path.str() + ": node '" + n.name() + "' (" +
                           n.op_type() + ")";
+      // An attribute of the wrong type would otherwise read as absent, and
+      // the op would silently take its default (Gemm's transB="yes").
+      if (Error e = checkAttributeType(a, schema, where))
+        return std::move(e);
       if (Error e = convertAttribute(a, where, attr))
         return std::move(e);
       node.attributes.push_back(std::move(attr));

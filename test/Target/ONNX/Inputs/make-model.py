@@ -33,6 +33,15 @@ kinds:
                padded image, two pads for a 2-d window; Dropout's mask
                output used, a ratio of 1)
   dropout-mlp  an MLP with Dropout in training mode after each hidden layer
+  cyclic       two nodes that read each other's output (--variant self: one
+               node that reads its own)
+  attribute-type  a node whose attribute has the wrong type (--variant:
+               Gemm's transB a string, Softmax's axis a float, Conv's
+               strides an int instead of ints, Transpose's perm a tensor)
+  unknown-domain  a node of a domain the model does not import (and no
+               importer knows), with its opset declared
+  opset        a Relu model that declares --opset (7 by default; "none":
+               no opset import at all)
 
 Weights are random (normal, scaled by 1/sqrt(fan-in)), from --seed.
 """
@@ -344,6 +353,59 @@ def bad_graph(g, batch):
     return g.model([x], [out])
 
 
+def cyclic(g, batch, variant=None):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    if variant == "self":
+        g.node("Add", ["x", "y"], "loop/add", outputs=["y"])
+    else:
+        g.node("Add", ["x", "z"], "cycle/add", outputs=["y"])
+        g.node("Relu", ["y"], "cycle/relu", outputs=["z"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
+    return g.model([x], [out])
+
+
+def attribute_type(g, batch, variant):
+    """A node whose attribute has the wrong type; built by hand, as
+    onnx.helper infers the type from the value."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    if variant == "gemm-string":
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+        w = g.weight("w", [5, 6])
+        g.node("Gemm", ["x", w], "bad/gemm", outputs=["y"], transB="yes")
+    elif variant == "softmax-float":
+        g.node("Softmax", ["x"], "bad/softmax", outputs=["y"], axis=1.5)
+    elif variant == "conv-int":
+        w = g.weight("w", [6, 4, 3, 3])
+        g.node("Conv", ["x", w], "bad/conv", outputs=["y"], strides=2)
+    elif variant == "transpose-tensor":
+        g.node("Transpose", ["x"], "bad/transpose", outputs=["y"],
+               perm=numpy_helper.from_array(np.array([0, 1, 3, 2]), "perm"))
+    return g.model([x], [y])
+
+
+def unknown_domain(g, batch):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    node = helper.make_node("FusedGelu", ["x"], ["y"], name="vendor/gelu",
+                            domain="com.example.vendor")
+    g.nodes.append(node)
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
+    model = g.model([x], [out])
+    model.opset_import.append(helper.make_opsetid("com.example.vendor", 3))
+    return model
+
+
+def opset(g, batch, version="7"):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])
+    g.node("Relu", ["x"], "act", outputs=["y"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])
+    if version == "none":
+        model = g.model([x], [out])
+        del model.opset_import[:]
+        return model
+    return g.model([x], [out], opset=int(version), ir=3)
+
+
 KINDS = {
     "keras-mlp": keras_mlp,
     "transformer": transformer,
@@ -358,6 +420,10 @@ KINDS = {
     "bad-graph": bad_graph,
     "dropout-mlp": dropout_mlp,
     "bad-node": bad_node,
+    "cyclic": cyclic,
+    "attribute-type": attribute_type,
+    "unknown-domain": unknown_domain,
+    "opset": opset,
 }
 
 
@@ -372,10 +438,14 @@ def main():
                         help="cnn: batch norms in inference mode")
     parser.add_argument("--hidden", type=int, default=128,
                         help="keras-mlp: the hidden layer's width")
-    parser.add_argument("--variant", default="groups",
+    parser.add_argument("--variant", default=None,
                         choices=["groups", "dilation", "pads", "dropout-mask",
-                                 "dropout-ratio"],
-                        help="bad-node: what is wrong with the node")
+                                 "dropout-ratio", "self", "gemm-string",
+                                 "softmax-float", "conv-int",
+                                 "transpose-tensor"],
+                        help="bad-node, cyclic, attribute-type: which")
+    parser.add_argument("--opset", default="7",
+                        help="opset: the version declared, or none")
     parser.add_argument("--location", default="weights.bin",
                         help="external: the external data's location")
     parser.add_argument("--length", type=int, default=6 * 3 * 4,
@@ -388,7 +458,13 @@ def main():
     if args.kind == "cnn":
         extra = {"training": not args.eval}
     if args.kind == "bad-node":
+        extra = {"variant": args.variant or "groups"}
+    if args.kind == "cyclic":
         extra = {"variant": args.variant}
+    if args.kind == "opset":
+        extra = {"version": args.opset}
+    if args.kind == "attribute-type":
+        extra = {"variant": args.variant or "gemm-string"}
     if args.kind == "external":
         extra = {"location": args.location, "length": args.length,
                  "dims": [int(d) for d in args.dims.split("x")]}
