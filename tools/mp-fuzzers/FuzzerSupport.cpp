@@ -2,12 +2,17 @@
 
 #include "FuzzerSupport.h"
 
+#include "mp/InitAll.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -93,9 +98,29 @@ void mp::fuzz::silenceDiagnostics(MLIRContext &context) {
   });
 }
 
-void mp::fuzz::verifyEachPass(PassManager &pm) {
+DialectRegistry &mp::fuzz::registry() {
+  static DialectRegistry *r = [] {
+    auto *reg = new DialectRegistry;
+    mp::registerAllDialects(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+void mp::fuzz::runPipeline(ModuleOp module, llvm::StringRef pipeline) {
+  PassManager pm(module.getContext());
+  std::string error;
+  llvm::raw_string_ostream errorOs(error);
+  if (failed(parsePassPipeline(pipeline, pm, errorOs)))
+    reportBug("the fuzzer's pipeline does not parse: " + error);
   pm.enableVerifier(false);
   pm.addInstrumentation(std::make_unique<VerifyEachPass>());
+  bool ran = succeeded(pm.run(module));
+  if (verbose())
+    llvm::errs() << "the pipeline " << (ran ? "succeeded" : "failed") << ": "
+                 << pipeline << "\n";
+  if (ran && failed(verify(module)))
+    reportBug("the pipeline succeeded on IR that does not verify");
 }
 
 void mp::fuzz::reportBug(const llvm::Twine &what) {

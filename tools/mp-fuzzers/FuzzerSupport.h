@@ -20,7 +20,9 @@
 #include <string>
 
 namespace mlir {
+class DialectRegistry;
 class MLIRContext;
+class ModuleOp;
 class PassManager;
 } // namespace mlir
 
@@ -40,10 +42,15 @@ bool verbose();
 /// Drops the context's diagnostics, or prints them when verbose().
 void silenceDiagnostics(mlir::MLIRContext &context);
 
-/// Verifies the IR after every pass that succeeds, in place of the pass
-/// manager's own verifier, and reportBug()s a pass that leaves invalid IR:
-/// a pass may fail, but never emit IR that does not verify.
-void verifyEachPass(mlir::PassManager &pm);
+/// mp's dialects (registerAllDialects), built once.
+mlir::DialectRegistry &registry();
+
+/// Runs `pipeline` (the passes of a module's pass manager, without the
+/// builtin.module anchor, which would nest) on `module`, with the IR verified
+/// after every pass that succeeds in place of the pass manager's own
+/// verifier: a pass may fail, but a pass that leaves IR that does not verify
+/// is reportBug()ed. Says when verbose() whether the pipeline succeeded.
+void runPipeline(mlir::ModuleOp module, llvm::StringRef pipeline);
 
 /// Prints `what` and aborts: libFuzzer saves the input as a crash.
 [[noreturn]] void reportBug(const llvm::Twine &what);

@@ -22,21 +22,11 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
-
-static DialectRegistry &registry() {
-  static DialectRegistry *r = [] {
-    auto *reg = new DialectRegistry;
-    mp::registerAllDialects(*reg);
-    return reg;
-  }();
-  return *r;
-}
+using mp::fuzz::registry;
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   mp::registerAllPasses();
@@ -101,17 +91,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   pipeline += ",tg-check-numerics,tg-lower-to-llvm";
 
-  PassManager pm(&context);
-  std::string error;
-  llvm::raw_string_ostream errorOs(error);
-  if (failed(parsePassPipeline(pipeline, pm, errorOs)))
-    mp::fuzz::reportBug("the fuzzer's pipeline does not parse: " + error);
-  mp::fuzz::verifyEachPass(pm);
-  bool ran = succeeded(pm.run(*module));
-  if (mp::fuzz::verbose())
-    llvm::errs() << "the pipeline " << (ran ? "succeeded" : "failed") << ": "
-                 << pipeline << "\n";
-  if (ran && failed(verify(*module)))
-    mp::fuzz::reportBug("the pipeline succeeded on IR that does not verify");
+  mp::fuzz::runPipeline(*module, pipeline);
   return 0;
 }

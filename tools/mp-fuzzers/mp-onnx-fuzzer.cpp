@@ -20,15 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
-
-static DialectRegistry &registry() {
-  static DialectRegistry *r = [] {
-    auto *reg = new DialectRegistry;
-    mp::registerAllDialects(*reg);
-    return reg;
-  }();
-  return *r;
-}
+using mp::fuzz::registry;
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   registry();

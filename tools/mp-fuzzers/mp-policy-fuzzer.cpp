@@ -16,11 +16,10 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+using mp::fuzz::registry;
 
 // A two-layer MLP classifier's forward function, its layers named as an
 // imported model's are.
@@ -31,22 +30,17 @@ func.func @mlp(%x: tensor<8x16xf32> {tg.input = "x"},
                %b1: tensor<32xf32> {tg.param = "fc1.bias"},
                %w2: tensor<32x4xf32> {tg.param = "head.weight"})
     -> (tensor<8x4xf32> {tg.output = "logits"}) attributes {tg.forward} {
-  %h = tg.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32> loc("fc1.matmul")
-  %z = tg.add %h, %b1 : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32> loc("fc1.bias_add")
+  %h = tg.matmul %x, %w1 :
+      (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+      loc("fc1.matmul")
+  %z = tg.add %h, %b1 :
+      (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32> loc("fc1.bias_add")
   %r = tg.relu %z : tensor<8x32xf32> loc("fc1.relu")
-  %o = tg.matmul %r, %w2 : (tensor<8x32xf32>, tensor<32x4xf32>) -> tensor<8x4xf32> loc("head.matmul")
+  %o = tg.matmul %r, %w2 :
+      (tensor<8x32xf32>, tensor<32x4xf32>) -> tensor<8x4xf32> loc("head.matmul")
   return %o : tensor<8x4xf32>
 }
 )mlir";
-
-static DialectRegistry &registry() {
-  static DialectRegistry *r = [] {
-    auto *reg = new DialectRegistry;
-    mp::registerAllDialects(*reg);
-    return reg;
-  }();
-  return *r;
-}
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   mp::registerAllPasses();
@@ -61,20 +55,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kModel, &context);
   if (!module || failed(verify(*module)))
     mp::fuzz::reportBug("the fuzzer's model does not parse");
-  PassManager pm(&context);
-  std::string error;
-  llvm::raw_string_ostream errorOs(error);
   // The passes of the module's pass manager (no anchor: one would nest).
   std::string pipeline = "tg-make-train-step{optimizer=sgd},"
                          "tg-mixed-precision{compute-type=bf16 policy=" +
                          path + "}";
-  if (failed(parsePassPipeline(pipeline, pm, errorOs)))
-    mp::fuzz::reportBug("the fuzzer's pipeline does not parse: " + error);
-  mp::fuzz::verifyEachPass(pm);
-  bool ran = succeeded(pm.run(*module));
-  if (mp::fuzz::verbose())
-    llvm::errs() << "the pipeline " << (ran ? "succeeded" : "failed") << "\n";
-  if (ran && failed(verify(*module)))
-    mp::fuzz::reportBug("the pipeline succeeded on IR that does not verify");
+  mp::fuzz::runPipeline(*module, pipeline);
   return 0;
 }
