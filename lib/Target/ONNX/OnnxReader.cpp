@@ -512,6 +512,24 @@ bool readsOnlyDefinedValues(const ::onnx::GraphProto &graph) {
   return true;
 }
 
+/// Checks the window attributes ONNX's shape inference divides by: a zero
+/// stride raised SIGFPE inside libonnx 1.12 (found by mp-onnx-fuzzer).
+/// Strides, dilations and kernel sizes must be positive wherever they appear.
+Error checkWindowAttributes(const ::onnx::GraphProto &graph, StringRef path) {
+  for (const ::onnx::NodeProto &n : graph.node())
+    for (const ::onnx::AttributeProto &a : n.attribute()) {
+      if (a.name() != "strides" && a.name() != "dilations" &&
+          a.name() != "kernel_shape")
+        continue;
+      for (int64_t v : a.ints())
+        if (v < 1)
+          return fail(path, "node '" + n.name() + "' (" + n.op_type() +
+                                "): attribute '" + a.name() + "' holds " +
+                                llvm::Twine(v) + "; it must be positive");
+    }
+  return Error::success();
+}
+
 /// Parses the ModelProto in `path`.
 Error parseModelFile(StringRef path, ::onnx::ModelProto &proto) {
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
@@ -649,6 +667,8 @@ Expected<Model> mp::onnx::readModel(StringRef path,
   // ONNX's shape inference (libonnx 1.12) dereferences a null pointer on a
   // node input that nothing defines (found by mp-onnx-fuzzer): such a graph
   // is left uninferred, for the importer's error that names the node.
+  if (Error e = checkWindowAttributes(graph, path))
+    return std::move(e);
   if (readsOnlyDefinedValues(graph)) {
     try {
       ::onnx::shape_inference::InferShapes(

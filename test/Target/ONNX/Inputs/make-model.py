@@ -30,8 +30,8 @@ kinds:
   bad-graph    a node that reads a value nothing defines
   bad-node     one node with bad attributes (--variant: Conv groups that do
                not divide the channels, a dilated kernel larger than the
-               padded image, two pads for a 2-d window; Dropout's mask
-               output used, a ratio of 1)
+               padded image, two pads for a 2-d window, a MaxPool stride
+               of 0; Dropout's mask output used, a ratio of 1)
   dropout-mlp  an MLP with Dropout in training mode after each hidden layer
   cyclic       two nodes that read each other's output (--variant self: one
                node that reads its own)
@@ -336,6 +336,9 @@ def bad_node(g, batch, variant):
     elif variant == "dropout-mask":
         g.node("Dropout", ["x", g.const("r", 0.5), g.const("t", True, np.bool_)],
                "bad/dropout", outputs=["y", "mask"])
+    elif variant == "zero-stride":
+        g.node("MaxPool", ["x"], "bad/pool", outputs=["y"],
+               kernel_shape=[3, 3], strides=[0, 1])
     elif variant == "dropout-ratio":
         g.node("Dropout", ["x", g.const("r", 1.0), g.const("t", True, np.bool_)],
                "bad/dropout", outputs=["y"])
@@ -440,7 +443,8 @@ def main():
                         help="keras-mlp: the hidden layer's width")
     parser.add_argument("--variant", default=None,
                         choices=["groups", "dilation", "pads", "dropout-mask",
-                                 "dropout-ratio", "self", "gemm-string",
+                                 "dropout-ratio", "zero-stride", "self",
+                                 "gemm-string",
                                  "softmax-float", "conv-int",
                                  "transpose-tensor"],
                         help="bad-node, cyclic, attribute-type: which")
