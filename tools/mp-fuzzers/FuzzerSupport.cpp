@@ -42,7 +42,7 @@ struct PrivateDirectory {
     if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(dir, made))
       mp::fuzz::reportBug("cannot make a directory in " + llvm::Twine(base) +
                           ": " + ec.message());
-    // createUniqueDirectory appends its own suffix to the model.
+    // The %s become random characters, and a suffix is added.
     path = made.str().str();
   }
   ~PrivateDirectory() { llvm::sys::fs::remove_directories(path); }

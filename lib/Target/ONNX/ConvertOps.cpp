@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <numeric>
@@ -30,13 +31,6 @@ namespace {
 
 RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
-}
-
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
 }
 
 /// `axis` in [-rank, rank) as a dimension index, or an error.
@@ -360,7 +354,10 @@ LogicalResult convertReshape(Importer &im) {
       im.error() << "shape has a negative dimension " << dims[d];
       return failure();
     }
-    known *= dims[d];
+    if (llvm::MulOverflow(known, dims[d], known)) {
+      im.error() << "shape has more elements than 64 bits count";
+      return failure();
+    }
   }
   if (inferred) {
     if (known == 0 || product(in) % known != 0) {

@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <functional>
@@ -34,10 +35,11 @@ bool mp::onnx::isIntegerType(DataType type) {
   }
 }
 
-static int64_t product(ArrayRef<int64_t> dims) {
+int64_t mp::onnx::product(ArrayRef<int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims)
-    n *= d;
+    if (llvm::MulOverflow(n, d, n))
+      return INT64_MAX;
   return n;
 }
 

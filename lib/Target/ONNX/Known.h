@@ -52,6 +52,11 @@ struct Known {
 /// folding (larger constants must come from initializers).
 constexpr int64_t kMaxFoldedElements = int64_t(1) << 26;
 
+/// The number of elements of a tensor of `dims`, saturated at INT64_MAX
+/// where the product overflows (no tensor holds that many; the importer's
+/// element limits refuse it).
+int64_t product(llvm::ArrayRef<int64_t> dims);
+
 /// numpy broadcasting of two shapes; false when they do not broadcast.
 bool broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b,
                      std::vector<int64_t> &out);
