@@ -22,8 +22,11 @@
 #include "llvm/Support/Path.h"
 #include "llvm/ADT/ScopeExit.h"
 
+#include <cerrno>
+#include <csignal>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -530,6 +533,102 @@ Error checkWindowAttributes(const ::onnx::GraphProto &graph, StringRef path) {
   return Error::success();
 }
 
+/// Writes all of `bytes` to `fd`; false on an error.
+bool writeAll(int fd, StringRef bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    bytes = bytes.drop_front(size_t(n));
+  }
+  return true;
+}
+
+/// Runs ONNX's shape inference on `proto` and keeps the types it infers (the
+/// graph's value_info and outputs). It runs in a child process: libonnx
+/// 1.12's inference crashes on malformed graphs it does not check (null
+/// dereferences on a rank-2 ConvTranspose input or an undefined value, a
+/// division by a zero stride; found by mp-onnx-fuzzer), and a crash there
+/// must be an error about the model, not the end of the importer's process.
+/// The child sends back only the inferred types, not the weights.
+Error inferShapes(::onnx::ModelProto &proto, StringRef path) {
+  // Built before the fork, so that the child takes no lock of another thread.
+  const ::onnx::ISchemaRegistry *registry =
+      ::onnx::OpSchemaRegistry::Instance();
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    return fail(path, llvm::Twine("cannot run ONNX shape inference: ") +
+                          std::strerror(errno));
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return fail(path, llvm::Twine("cannot run ONNX shape inference: ") +
+                          std::strerror(err));
+  }
+  if (pid == 0) {
+    // A crash ends the child by its signal, past any handler the parent
+    // installed (a sanitizer's, a fuzzer's).
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+      ::signal(sig, SIG_DFL);
+    ::close(fds[0]);
+    std::string reply;
+    try {
+      ::onnx::shape_inference::InferShapes(
+          proto, registry,
+          ::onnx::ShapeInferenceOptions(/*check_type=*/false,
+                                        /*strict_mode=*/0,
+                                        /*data_prop=*/true));
+      ::onnx::GraphProto inferred;
+      *inferred.mutable_value_info() = proto.graph().value_info();
+      *inferred.mutable_output() = proto.graph().output();
+      reply = "T" + inferred.SerializeAsString();
+    } catch (const std::exception &e) {
+      reply = std::string("E") + e.what();
+    } catch (...) {
+      reply = "E";
+    }
+    ::_exit(writeAll(fds[1], reply) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = ::read(fds[0], chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    reply.append(chunk, size_t(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    return fail(path, llvm::Twine("ONNX's shape inference (libonnx) crashed "
+                                  "on this model (") +
+                          ::strsignal(WTERMSIG(status)) +
+                          "): the graph is malformed in a way libonnx does "
+                          "not check");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty())
+    return fail(path, "ONNX shape inference failed");
+  if (reply[0] == 'E')
+    return fail(path, "ONNX shape inference failed" +
+                          (reply.size() > 1 ? ": " + reply.substr(1)
+                                            : std::string()));
+  ::onnx::GraphProto inferred;
+  if (!inferred.ParseFromArray(reply.data() + 1, int(reply.size() - 1)))
+    return fail(path, "ONNX shape inference failed (its result is corrupt)");
+  ::onnx::GraphProto &graph = *proto.mutable_graph();
+  *graph.mutable_value_info() = std::move(*inferred.mutable_value_info());
+  *graph.mutable_output() = std::move(*inferred.mutable_output());
+  return Error::success();
+}
+
 /// Parses the ModelProto in `path`.
 Error parseModelFile(StringRef path, ::onnx::ModelProto &proto) {
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
@@ -669,20 +768,9 @@ Expected<Model> mp::onnx::readModel(StringRef path,
   // is left uninferred, for the importer's error that names the node.
   if (Error e = checkWindowAttributes(graph, path))
     return std::move(e);
-  if (readsOnlyDefinedValues(graph)) {
-    try {
-      ::onnx::shape_inference::InferShapes(
-          proto, ::onnx::OpSchemaRegistry::Instance(),
-          ::onnx::ShapeInferenceOptions(/*check_type=*/false,
-                                        /*strict_mode=*/0,
-                                        /*data_prop=*/true));
-    } catch (const std::exception &e) {
-      return fail(path,
-                  std::string("ONNX shape inference failed: ") + e.what());
-    } catch (...) {
-      return fail(path, "ONNX shape inference failed");
-    }
-  }
+  if (readsOnlyDefinedValues(graph))
+    if (Error e = inferShapes(proto, path))
+      return std::move(e);
 
   std::map<std::string, bool> isInitializer;
   for (const ::onnx::TensorProto &t : graph.initializer()) {

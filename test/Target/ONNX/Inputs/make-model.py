@@ -31,7 +31,8 @@ kinds:
   bad-node     one node with bad attributes (--variant: Conv groups that do
                not divide the channels, a dilated kernel larger than the
                padded image, two pads for a 2-d window, a MaxPool stride
-               of 0; Dropout's mask output used, a ratio of 1)
+               of 0, a ConvTranspose of a rank-2 input; Dropout's mask
+               output used, a ratio of 1)
   dropout-mlp  an MLP with Dropout in training mode after each hidden layer
   cyclic       two nodes that read each other's output (--variant self: one
                node that reads its own)
@@ -339,6 +340,10 @@ def bad_node(g, batch, variant):
     elif variant == "zero-stride":
         g.node("MaxPool", ["x"], "bad/pool", outputs=["y"],
                kernel_shape=[3, 3], strides=[0, 1])
+    elif variant == "deconv-rank2":
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])
+        g.node("ConvTranspose", ["x", g.weight("wt", [1, 2, 3])], "bad/deconv",
+               outputs=["y"])
     elif variant == "dropout-ratio":
         g.node("Dropout", ["x", g.const("r", 1.0), g.const("t", True, np.bool_)],
                "bad/dropout", outputs=["y"])
@@ -443,7 +448,8 @@ def main():
                         help="keras-mlp: the hidden layer's width")
     parser.add_argument("--variant", default=None,
                         choices=["groups", "dilation", "pads", "dropout-mask",
-                                 "dropout-ratio", "zero-stride", "self",
+                                 "dropout-ratio", "zero-stride",
+                                 "deconv-rank2", "self",
                                  "gemm-string",
                                  "softmax-float", "conv-int",
                                  "transpose-tensor"],
