@@ -8,10 +8,12 @@
 // The CPU backend is itself checked against float64 references by
 // mp-runtime-tests, so agreement here carries that check over to the GPU.
 //
-// Tolerances come from the output's storage type: a few units of its
-// rounding (f32 2^-24, f16 2^-11, bf16 2^-8) relative to the magnitude of
-// the values, widened by the length of the sums where the backends add in
-// different orders (reductions, GEMMs). Integer and boolean outputs (the
+// Tolerances come from the output's storage type, or from the compute type
+// a case asks for where that is coarser (a GEMM of f64 operands that
+// accumulates in f32): a few units of its rounding (f32 2^-24, f16 2^-11,
+// bf16 2^-8) relative to the magnitude of the values, widened by the length
+// of the sums where the backends add in different orders (reductions,
+// GEMMs). Integer and boolean outputs (the
 // found-inf flag, step counters) must match exactly.
 //
 // Prints one line per case and "N passed, M failed"; exits non-zero on a
@@ -95,6 +97,9 @@ struct Case {
   double depth = 1;
   std::function<void(std::vector<int64_t> &, const std::function<void(int)> &)>
       fields;
+  /// The accumulation type the case asks for, where it can be coarser than
+  /// the output's storage (the backends may accumulate more precisely).
+  mpElementType compute = MP_F64;
 };
 
 int64_t bits(double d) {
@@ -206,7 +211,10 @@ bool runCase(Case &c) {
       scale = std::max(scale, std::fabs(load(b.cpu, b.type, i)));
     bool exact = b.type == MP_I1 || b.type == MP_I32 || b.type == MP_I64;
     double tol = exact ? 0
-                       : 8 * unitRoundoff(b.type) * (1 + std::sqrt(c.depth)) *
+                       : 8 *
+                             std::max(unitRoundoff(b.type),
+                                      unitRoundoff(c.compute)) *
+                             (1 + std::sqrt(c.depth)) *
                              std::max(scale, 1e-30);
     for (int64_t i = 0; i < b.count(); ++i) {
       double x = load(b.cpu, b.type, i), y = load(b.gpu, b.type, i);
@@ -569,6 +577,7 @@ std::vector<Case> cases() {
     mpElementType in, out;
     std::vector<int64_t> lhs, rhs, result;
     int tl, tr;
+    mpElementType compute = MP_F32;
   };
   for (const MatmulCase &m : {
            MatmulCase{MP_F32, MP_F32, {256, 192}, {192, 320}, {256, 320}, 0, 0},
@@ -578,16 +587,20 @@ std::vector<Case> cases() {
            MatmulCase{MP_BF16, MP_F32, {2, 1, 16, 8}, {1, 3, 16, 12}, {2, 3, 8, 12}, 1, 0},
            MatmulCase{MP_F16, MP_F16, {24, 40}, {5, 40, 16}, {5, 24, 16}, 0, 0},
            MatmulCase{MP_F32, MP_F16, {33, 17}, {17, 9}, {33, 9}, 0, 0},
-           MatmulCase{MP_F64, MP_F64, {20, 30}, {30, 10}, {20, 10}, 0, 0}}) {
+           MatmulCase{MP_F64, MP_F64, {20, 30}, {30, 10}, {20, 10}, 0, 0},
+           MatmulCase{MP_F64, MP_F64, {20, 30}, {10, 30}, {20, 10}, 0, 1,
+                      MP_F64}}) {
     Case c{std::string("matmul ") + typeName(m.in) + " -> " + typeName(m.out) +
-               (m.tl ? " lhs^T" : "") + (m.tr ? " rhs^T" : ""),
+               (m.tl ? " lhs^T" : "") + (m.tr ? " rhs^T" : "") +
+               (m.compute == MP_F32 ? "" : " compute f64"),
            ENTRY(matmul), {}, double(m.tl ? m.lhs[m.lhs.size() - 2] : m.lhs.back()),
            nullptr};
     int lhs = random(c, m.in, m.lhs), rhs = random(c, m.in, m.rhs);
     int out = output(c, m.out, m.result);
     c.fields = [=](Words &w, const Emit &e) {
-      w.push_back(m.tl); w.push_back(m.tr); w.push_back(MP_F32); e(lhs); e(rhs); e(out);
+      w.push_back(m.tl); w.push_back(m.tr); w.push_back(m.compute); e(lhs); e(rhs); e(out);
     };
+    c.compute = m.compute;
     all.push_back(std::move(c));
   }
   // Range statistics: exact, whatever the type; values of many binades with
