@@ -129,6 +129,11 @@ def main():
                    lambda: None)
     disk = os.path.join(work, "tmpfs")
     os.makedirs(disk, exist_ok=True)
+    # A run killed before its `finally` leaves the tmpfs mounted, which
+    # makes the next `rm -rf` of the build tree fail: take it down first.
+    while os.path.ismount(disk):
+        if subprocess.run(["umount", disk]).returncode != 0:
+            break
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k",
                               "tmpfs", disk], capture_output=True, text=True)
     if mounted.returncode != 0:
