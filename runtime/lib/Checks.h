@@ -64,6 +64,45 @@ inline bool broadcastStrides(const mpTensor &lhs, const mpTensor &rhs,
   return true;
 }
 
+/// numpy broadcasting of `in` to `out`: per output dimension, the element
+/// stride of `in` (0 where it broadcasts). False when `in` does not
+/// broadcast to out's shape.
+inline bool broadcastStridesTo(const mpTensor &in, const mpTensor &out,
+                               int64_t *strides) {
+  if (in.rank > out.rank)
+    return false;
+  int64_t stride = 1;
+  for (int32_t d = out.rank - 1; d >= 0; --d) {
+    int32_t id = d - (out.rank - in.rank);
+    int64_t size = id >= 0 ? in.shape[id] : 1;
+    if (size != out.shape[d] && size != 1)
+      return false;
+    strides[d] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  return true;
+}
+
+/// The shape rules of mpCompare and mpSelect: operands that broadcast to
+/// `out` (none larger than it), of the types the entry points take.
+inline bool validCompare(const mpTensor *lhs, const mpTensor *rhs,
+                         const mpTensor *out, int kind) {
+  return lhs && rhs && out && lhs->elementType == rhs->elementType &&
+         out->elementType == MP_I1 && kind >= MP_EQ && kind <= MP_GE &&
+         mpNumElements(lhs) >= 0 && mpNumElements(rhs) >= 0 &&
+         mpNumElements(out) >= 0 && mpElementSize(lhs->elementType) > 0;
+}
+
+inline bool validSelect(const mpTensor *cond, const mpTensor *onTrue,
+                        const mpTensor *onFalse, const mpTensor *out) {
+  return cond && onTrue && onFalse && out && cond->elementType == MP_I1 &&
+         onTrue->elementType == out->elementType &&
+         onFalse->elementType == out->elementType &&
+         mpElementSize(out->elementType) > 0 && mpNumElements(cond) >= 0 &&
+         mpNumElements(onTrue) >= 0 && mpNumElements(onFalse) >= 0 &&
+         mpNumElements(out) >= 0;
+}
+
 /// Layer norm over [axis, rank) of `x`: `scale` has those dimensions, a
 /// statistic (mean, rstd) one element per row. Sets rows and cols.
 inline bool layerNormShape(const mpTensor *x, const mpTensor *scale,

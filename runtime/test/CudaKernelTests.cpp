@@ -252,7 +252,16 @@ std::vector<Case> cases() {
   std::vector<Case> all;
   const mpElementType floats[] = {MP_F32, MP_F16, MP_BF16};
   auto typeName = [](mpElementType t) {
-    return t == MP_F32 ? "f32" : t == MP_F16 ? "f16" : t == MP_BF16 ? "bf16" : "f64";
+    switch (t) {
+    case MP_F32: return "f32";
+    case MP_F16: return "f16";
+    case MP_BF16: return "bf16";
+    case MP_F64: return "f64";
+    case MP_I32: return "i32";
+    case MP_I64: return "i64";
+    case MP_I1: return "i1";
+    }
+    return "?";
   };
   using Words = std::vector<int64_t>;
   using Emit = std::function<void(int)>;
@@ -542,6 +551,56 @@ std::vector<Case> cases() {
       c.fields = [=](Words &, const Emit &e) { e(in); e(out); };
       all.push_back(std::move(c));
     }
+  // Conversions to and from integers and i1: truncation, saturation
+  // (values past int32's range), zeros among the values for i1.
+  struct IntCopy {
+    mpElementType from, to;
+    double lo, hi;
+    bool integral;
+  };
+  for (const IntCopy &k : {IntCopy{MP_I64, MP_F32, -70000, 70000, true},
+                           IntCopy{MP_F32, MP_I64, -70000, 70000, false},
+                           IntCopy{MP_F64, MP_I32, -5e9, 5e9, false},
+                           IntCopy{MP_I64, MP_I32, -5e9, 5e9, true},
+                           IntCopy{MP_F16, MP_I1, -2, 3, true},
+                           IntCopy{MP_I1, MP_BF16, 0, 2, true},
+                           IntCopy{MP_I64, MP_I1, -2, 3, true}}) {
+    Case c{std::string("copy ") + typeName(k.from) + " -> " + typeName(k.to),
+           ENTRY(copy), {}, 1, nullptr};
+    int in = k.integral ? ids(c, k.from, {1001}, int64_t(k.lo), int64_t(k.hi))
+                        : random(c, k.from, {1001}, k.lo, k.hi);
+    int out = output(c, k.to, {7, 143});
+    c.fields = [=](Words &, const Emit &e) { e(in); e(out); };
+    all.push_back(std::move(c));
+  }
+  // Comparisons on small integer values (many ties), broadcast both ways.
+  for (mpElementType t : {MP_F32, MP_F16, MP_BF16, MP_F64, MP_I64, MP_I1})
+    for (int kind = MP_EQ; kind <= MP_GE; ++kind) {
+      Case c{std::string("compare ") + std::to_string(kind) + " " +
+                 typeName(t),
+             ENTRY(compare), {}, 1, nullptr};
+      int64_t hi = t == MP_I1 ? 2 : 3, lo = t == MP_I1 ? 0 : -3;
+      int lhs = ids(c, t, {6, 1, 17}, lo, hi);
+      int rhs = ids(c, t, {5, 17}, lo, hi);
+      int out = output(c, MP_I1, {6, 5, 17});
+      c.fields = [=](Words &w, const Emit &e) {
+        w.push_back(kind); e(lhs); e(rhs); e(out);
+      };
+      all.push_back(std::move(c));
+    }
+  for (mpElementType t : {MP_F32, MP_F16, MP_BF16, MP_F64, MP_I64, MP_I1}) {
+    Case c{std::string("select ") + typeName(t), ENTRY(select), {}, 1,
+           nullptr};
+    int cond = ids(c, MP_I1, {4, 1, 9}, 0, 2);
+    int onTrue = t == MP_I1 ? ids(c, t, {4, 3, 9}, 0, 2)
+                            : random(c, t, {4, 3, 9});
+    int onFalse = t == MP_I1 ? ids(c, t, {9}, 0, 2) : random(c, t, {9});
+    int out = output(c, t, {4, 3, 9});
+    c.fields = [=](Words &, const Emit &e) {
+      e(cond); e(onTrue); e(onFalse); e(out);
+    };
+    all.push_back(std::move(c));
+  }
   {
     Case c{"broadcast f16", ENTRY(broadcast), {}, 1, nullptr};
     int in = random(c, MP_F16, {5, 1, 9});

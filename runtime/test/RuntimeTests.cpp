@@ -612,6 +612,106 @@ mpTensor tensorOfShape(void *data, mpElementType t,
   return x;
 }
 
+/// tg.compare, tg.select and the integer conversions of tg.cast, against
+/// plain C++ on values chosen to catch the easy mistakes: ties, NaN,
+/// infinities and signed zeros; int64 values that differ by one beyond
+/// 2^53 (a compare through double would call them equal); saturation.
+void testMasks(std::mt19937_64 &rng) {
+  std::uniform_int_distribution<int> pick(0, 7);
+  const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY,
+                           NAN, 2.5f};
+  std::vector<float> l(6 * 7), r(5 * 7);
+  for (float &x : l)
+    x = special[pick(rng)];
+  for (float &x : r)
+    x = special[pick(rng)];
+  std::vector<uint8_t> out(6 * 5 * 7);
+  mpTensor L = tensorOfShape(l.data(), MP_F32, {6, 1, 7});
+  mpTensor R = tensorOfShape(r.data(), MP_F32, {5, 7});
+  mpTensor O = tensorOfShape(out.data(), MP_I1, {6, 5, 7});
+  const char *names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  for (int kind = MP_EQ; kind <= MP_GE; ++kind) {
+    bool ok = mpCompare(mpCompareKind(kind), &L, &R, &O) == MP_OK;
+    for (int64_t i = 0; i < 6 && ok; ++i)
+      for (int64_t j = 0; j < 5; ++j)
+        for (int64_t k = 0; k < 7; ++k) {
+          float a = l[i * 7 + k], b = r[j * 7 + k];
+          bool want = kind == MP_EQ   ? a == b
+                      : kind == MP_NE ? a != b
+                      : kind == MP_LT ? a < b
+                      : kind == MP_LE ? a <= b
+                      : kind == MP_GT ? a > b
+                                      : a >= b;
+          ok &= out[(i * 5 + j) * 7 + k] == uint8_t(want);
+        }
+    check(ok, std::string("compare ") + names[kind] +
+                  " on f32 with NaN, infinities and signed zeros, "
+                  "broadcast [6,1,7] with [5,7]");
+  }
+  int64_t big = (int64_t(1) << 62) + 1;
+  int64_t li[2] = {big, big}, ri[2] = {big, big - 1};
+  uint8_t eq[2];
+  mpTensor LI = tensorOfShape(li, MP_I64, {2});
+  mpTensor RI = tensorOfShape(ri, MP_I64, {2});
+  mpTensor EQ = tensorOfShape(eq, MP_I1, {2});
+  check(mpCompare(MP_EQ, &LI, &RI, &EQ) == MP_OK && eq[0] == 1 && eq[1] == 0,
+        "compare eq on i64 is exact (2^62 + 1 against 2^62)");
+
+  std::vector<uint8_t> cond(4 * 9);
+  for (uint8_t &c : cond)
+    c = pick(rng) & 1;
+  std::vector<uint16_t> onTrue(4 * 3 * 9), onFalse(9), picked(4 * 3 * 9);
+  std::uniform_int_distribution<uint16_t> word(0, 0xffff);
+  for (uint16_t &x : onTrue)
+    x = word(rng);
+  for (uint16_t &x : onFalse)
+    x = word(rng);
+  mpTensor C = tensorOfShape(cond.data(), MP_I1, {4, 1, 9});
+  mpTensor T = tensorOfShape(onTrue.data(), MP_F16, {4, 3, 9});
+  mpTensor F = tensorOfShape(onFalse.data(), MP_F16, {9});
+  mpTensor P = tensorOfShape(picked.data(), MP_F16, {4, 3, 9});
+  bool selectOk = mpSelect(&C, &T, &F, &P) == MP_OK;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 9; ++k) {
+        int64_t at = (i * 3 + j) * 9 + k;
+        selectOk &= picked[at] == (cond[i * 9 + k] ? onTrue[at] : onFalse[k]);
+      }
+  check(selectOk, "select copies f16 words bit for bit (NaN payloads too), "
+                  "broadcast [4,1,9], [4,3,9], [9]");
+
+  float values[] = {2.9f, -2.9f, NAN, 1e30f, -1e30f, -0.0f};
+  int64_t asI64[6];
+  int32_t asI32[6];
+  uint8_t asI1[6];
+  bool convertOk = mpConvert(values, MP_F32, asI64, MP_I64, 6) == MP_OK &&
+                   mpConvert(values, MP_F32, asI32, MP_I32, 6) == MP_OK &&
+                   mpConvert(values, MP_F32, asI1, MP_I1, 6) == MP_OK;
+  int64_t wantI64[] = {2, -2, 0, INT64_MAX, INT64_MIN, 0};
+  int32_t wantI32[] = {2, -2, 0, INT32_MAX, INT32_MIN, 0};
+  uint8_t wantI1[] = {1, 1, 1, 1, 1, 0};
+  for (int k = 0; k < 6; ++k)
+    convertOk &= asI64[k] == wantI64[k] && asI32[k] == wantI32[k] &&
+                 asI1[k] == wantI1[k];
+  int64_t wide[3] = {int64_t(1) << 40, -(int64_t(1) << 40), 7};
+  int32_t narrow[3];
+  float back[3];
+  convertOk &= mpConvert(wide, MP_I64, narrow, MP_I32, 3) == MP_OK &&
+               narrow[0] == INT32_MAX && narrow[1] == INT32_MIN &&
+               narrow[2] == 7 &&
+               mpConvert(wide, MP_I64, back, MP_F32, 3) == MP_OK &&
+               back[0] == 1099511627776.0f && back[2] == 7.0f;
+  check(convertOk, "convert to integers truncates and saturates (NaN gives "
+                   "0), to i1 tests != 0 (NaN gives 1); i64 -> i32 "
+                   "saturates; i64 -> f32");
+  check(mpCompare(MP_EQ, &L, &R, &L) == MP_ERROR_INVALID_ARGUMENT &&
+            mpCompare(MP_EQ, &L, &LI, &O) == MP_ERROR_INVALID_ARGUMENT &&
+            mpSelect(&T, &T, &F, &P) == MP_ERROR_INVALID_ARGUMENT &&
+            mpSelect(&C, &T, &R, &P) == MP_ERROR_INVALID_ARGUMENT,
+        "compare and select refuse a non-i1 result or condition and mixed "
+        "operand types");
+}
+
 void testMatmul(std::mt19937_64 &rng) {
   struct Case {
     std::vector<int64_t> a, b;
@@ -2193,6 +2293,7 @@ int main(int argc, char **argv) {
     testMatmul(rng);
   } else if (suite == "elementwise") {
     testElementwise(rng);
+    testMasks(rng);
   } else if (suite == "softmax") {
     testSoftmaxFamily(rng);
   } else if (suite == "norm-movement") {

@@ -484,6 +484,14 @@ mpActivationGradKind kindOf(GeluGradOp op) {
   return op.getTanhApprox() ? MP_GELU_TANH_GRAD : MP_GELU_GRAD;
 }
 
+static_assert(int(ComparePredicate::eq) == MP_EQ &&
+                  int(ComparePredicate::ne) == MP_NE &&
+                  int(ComparePredicate::lt) == MP_LT &&
+                  int(ComparePredicate::le) == MP_LE &&
+                  int(ComparePredicate::gt) == MP_GT &&
+                  int(ComparePredicate::ge) == MP_GE,
+              "tg.compare's predicates are the runtime's compare kinds");
+
 template <typename OpTy>
 Type computeOf(OpTy op) {
   return cast<PrecisionOpInterface>(op.getOperation()).getComputeType();
@@ -583,6 +591,20 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
                 binary(kindOf(o), o.getLhs(), o.getRhs(), computeOf(o));
                 return success();
               })
+          .Case([&](CompareOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(static_cast<int64_t>(o.getPredicate()));
+            c.tensor(operand(o.getLhs()));
+            c.tensor(operand(o.getRhs()));
+            c.tensor(out[0]);
+            c.call("compare", module);
+            return success();
+          })
+          .Case([&](SelectOp o) {
+            tensors("select",
+                    {o.getCondition(), o.getOnTrue(), o.getOnFalse()});
+            return success();
+          })
           .Case([&](ApplyLossScaleOp o) {
             binary(MP_MUL, o.getInput(), o.getScale(), computeOf(o));
             return success();

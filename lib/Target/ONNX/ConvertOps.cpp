@@ -21,7 +21,9 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
 
 using namespace mlir;
 using namespace mp::onnx;
@@ -282,13 +284,7 @@ LogicalResult convertCast(Importer &im, DataType to) {
   Type from = tensorType(*v).getElementType();
   if (from == *element)
     return defineResult(im, *v, to);
-  if (!isa<FloatType>(from) || !isa<FloatType>(*element)) {
-    im.error() << "Cast from " << dataTypeName(im.inputType(0)) << " to "
-               << dataTypeName(to)
-               << " of a runtime tensor is not supported (the runtimes "
-                  "convert between floating-point types)";
-    return failure();
-  }
+  (void)from;
   return defineResult(im,
                       tg::CastOp::create(im.builder, im.loc(),
                                          tensorType(*v).clone(*element), *v),
@@ -1547,6 +1543,281 @@ LogicalResult convertBatchNormalization(Importer &im) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Bounded activations: Clip, HardSigmoid, HardSwish, and Abs, Softplus
+//===----------------------------------------------------------------------===//
+
+/// min(max(x, lo), hi), either bound optional: maximum and minimum with
+/// scalar constants, whose gradients pass strictly inside the bounds (as
+/// PyTorch's hardtanh and clamp do).
+Value clamp(Importer &im, Value x, std::optional<double> lo,
+            std::optional<double> hi, StringRef prefix) {
+  Type element = tensorType(x).getElementType();
+  std::string p = prefix.str(), last = StringRef(p).rtrim('.').str();
+  if (lo)
+    x = binary<tg::MaximumOp>(im, x, im.scalar(element, *lo, p + "lo"),
+                              hi ? p + "lo" : last);
+  if (hi && x)
+    x = binary<tg::MinimumOp>(im, x, im.scalar(element, *hi, p + "hi"),
+                              last);
+  return x;
+}
+
+LogicalResult convertClip(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  std::optional<double> bound[2];
+  if (im.opset() < 11) {
+    bound[0] = im.attrFloat("min", -std::numeric_limits<double>::infinity());
+    bound[1] = im.attrFloat("max", std::numeric_limits<double>::infinity());
+  }
+  for (unsigned k = 1; k < 3; ++k) {
+    if (!im.hasInput(k))
+      continue;
+    FailureOr<const Known *> b =
+        im.requireKnown(k, k == 1 ? "the lower bound" : "the upper bound");
+    if (failed(b))
+      return failure();
+    if ((*b)->size() != 1) {
+      im.error() << "Clip's " << (k == 1 ? "lower" : "upper")
+                 << " bound must be a scalar";
+      return failure();
+    }
+    bound[k - 1] = (*b)->getFloat(0);
+  }
+  for (std::optional<double> &b : bound)
+    if (b && std::isinf(*b))
+      b.reset();
+  if (bound[0] && bound[1] && *bound[0] > *bound[1]) {
+    // ONNX (and numpy's clip) give max for every element then.
+    bound[0] = bound[1];
+  }
+  return defineResult(im, clamp(im, *x, bound[0], bound[1], ""));
+}
+
+/// max(0, min(1, alpha x + beta)).
+Value hardSigmoid(Importer &im, Value x, double alpha, double beta,
+                  StringRef suffix) {
+  std::string name = suffix.str();
+  Value y = scaleBy(im, x, alpha, name + "alpha");
+  y = binary<tg::AddOp>(
+      im, y, im.scalar(tensorType(x).getElementType(), beta, name + "beta"),
+      name + "beta");
+  return y ? clamp(im, y, 0.0, 1.0, suffix) : Value();
+}
+
+LogicalResult convertHardSigmoid(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  return defineResult(im, hardSigmoid(im, *x, im.attrFloat("alpha", 0.2),
+                                      im.attrFloat("beta", 0.5), ""));
+}
+
+/// x * hard_sigmoid(x) with alpha 1/6, beta 1/2: its gradient is
+/// (2x + 3) / 6 inside (-3, 3), as PyTorch's hardswish_backward.
+LogicalResult convertHardSwish(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  Value gate = hardSigmoid(im, *x, 1.0 / 6.0, 0.5, "gate.");
+  return defineResult(im, gate ? binary<tg::MulOp>(im, *x, gate) : Value());
+}
+
+/// max(x, -x).
+Value absolute(Importer &im, Value x, StringRef suffix) {
+  Value negX = tg::NegOp::create(im.builder, im.loc(suffix.str() + "neg"),
+                                 x.getType(), x, nullptr);
+  return binary<tg::MaximumOp>(im, x, negX, suffix);
+}
+
+LogicalResult convertAbs(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  return defineResult(im, absolute(im, *x, ""));
+}
+
+/// log(1 + exp(x)) as relu(x) + log(1 + exp(-|x|)), which neither
+/// overflows for large x nor loses small values for very negative x
+/// beyond the format's own precision.
+LogicalResult convertSoftplus(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  Type type = x->getType();
+  Value abs = absolute(im, *x, "abs.");
+  if (!abs)
+    return failure();
+  Value e = tg::ExpOp::create(im.builder, im.loc("exp"), type,
+                              tg::NegOp::create(im.builder, im.loc("negabs"),
+                                                type, abs, nullptr),
+                              nullptr);
+  Value onePlus = binary<tg::AddOp>(
+      im, e, im.scalar(tensorType(*x).getElementType(), 1.0, "one"), "onep");
+  if (!onePlus)
+    return failure();
+  Value log = tg::LogOp::create(im.builder, im.loc("log"), type, onePlus,
+                                nullptr);
+  Value relu = tg::ReluOp::create(im.builder, im.loc("relu"), type, *x,
+                                  nullptr);
+  return defineResult(im, binary<tg::AddOp>(im, relu, log));
+}
+
+//===----------------------------------------------------------------------===//
+// Masks: comparisons, logic and selection on runtime values
+//===----------------------------------------------------------------------===//
+
+/// A tg.compare of two values of one element type, broadcast.
+Value compare(Importer &im, tg::ComparePredicate predicate, Value lhs,
+              Value rhs, StringRef suffix = "") {
+  if (tensorType(lhs).getElementType() != tensorType(rhs).getElementType()) {
+    im.error() << "operands of different element types ("
+               << tensorType(lhs).getElementType() << ", "
+               << tensorType(rhs).getElementType() << ")";
+    return {};
+  }
+  SmallVector<Type> types;
+  Location loc = im.loc(suffix);
+  if (failed(tg::CompareOp::inferReturnTypes(
+          im.builder.getContext(), loc,
+          tg::CompareOp::Adaptor(ValueRange{lhs, rhs}), types)))
+    return {};
+  return tg::CompareOp::create(im.builder, loc, types.front(), predicate, lhs,
+                               rhs);
+}
+
+/// A tg.select of `onTrue` and `onFalse` (one element type) by `cond`.
+Value select(Importer &im, Value cond, Value onTrue, Value onFalse,
+             StringRef suffix = "") {
+  if (tensorType(onTrue).getElementType() !=
+      tensorType(onFalse).getElementType()) {
+    im.error() << "the two values have different element types ("
+               << tensorType(onTrue).getElementType() << ", "
+               << tensorType(onFalse).getElementType() << ")";
+    return {};
+  }
+  if (!tensorType(cond).getElementType().isInteger(1)) {
+    im.error() << "the condition must be a boolean tensor";
+    return {};
+  }
+  SmallVector<Type> types;
+  Location loc = im.loc(suffix);
+  if (failed(tg::SelectOp::inferReturnTypes(
+          im.builder.getContext(), loc,
+          tg::SelectOp::Adaptor(ValueRange{cond, onTrue, onFalse}), types)))
+    return {};
+  return tg::SelectOp::create(im.builder, loc, types.front(), cond, onTrue,
+                              onFalse);
+}
+
+/// A boolean constant.
+Value boolean(Importer &im, bool value, StringRef suffix) {
+  return im.constant(Known::ints({value}, {}, DataType::Bool), suffix);
+}
+
+template <tg::ComparePredicate P> LogicalResult convertCompare(Importer &im) {
+  FailureOr<Value> lhs = im.value(0), rhs = im.value(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  return defineResult(im, compare(im, P, *lhs, *rhs), DataType::Bool);
+}
+
+/// Boolean inputs `a` and `b`.
+LogicalResult booleanInputs(Importer &im, Value &a, Value &b) {
+  for (unsigned k = 0; k < im.numInputs(); ++k) {
+    FailureOr<Value> v = im.value(k);
+    if (failed(v))
+      return failure();
+    if (!tensorType(*v).getElementType().isInteger(1)) {
+      im.error() << "input #" << k << " must be a boolean tensor";
+      return failure();
+    }
+    (k == 0 ? a : b) = *v;
+  }
+  return success();
+}
+
+/// And(a, b) = select(a, b, false); Or(a, b) = select(a, true, b);
+/// Xor(a, b) = a != b; Not(a) = a == false.
+LogicalResult convertLogic(Importer &im) {
+  Value a, b;
+  if (failed(booleanInputs(im, a, b)))
+    return failure();
+  StringRef op = im.node().opType;
+  Value result;
+  if (op == "Not")
+    result = compare(im, tg::ComparePredicate::eq, a,
+                     boolean(im, false, "false"));
+  else if (op == "Xor")
+    result = compare(im, tg::ComparePredicate::ne, a, b);
+  else if (op == "And")
+    result = select(im, a, b, boolean(im, false, "false"));
+  else
+    result = select(im, a, boolean(im, true, "true"), b);
+  return defineResult(im, result, DataType::Bool);
+}
+
+LogicalResult convertWhere(Importer &im) {
+  FailureOr<Value> cond = im.value(0), x = im.value(1), y = im.value(2);
+  if (failed(cond) || failed(x) || failed(y))
+    return failure();
+  return defineResult(im, select(im, *cond, *x, *y), im.inputType(1));
+}
+
+/// GatherElements of known data by known indices (the token-type and
+/// position buffers of exported transformers); runtime tensors are not
+/// supported yet.
+LogicalResult convertGatherElements(Importer &im) {
+  const Known *data = im.known(0), *indices = im.known(1);
+  if (!data || !indices) {
+    im.error() << "GatherElements is supported on values known while "
+                  "importing (constants and shapes)";
+    return failure();
+  }
+  int64_t rank = data->dims.size();
+  int64_t axis = im.attrInt("axis", 0);
+  if (axis < -rank || axis >= rank ||
+      indices->dims.size() != data->dims.size()) {
+    im.error() << "the axis or the indices' rank does not fit the data";
+    return failure();
+  }
+  if (axis < 0)
+    axis += rank;
+  Known out = Known::zeros(data->type, indices->dims);
+  std::vector<int64_t> dataStrides(rank, 1), coord(rank, 0);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    dataStrides[d] = dataStrides[d + 1] * data->dims[d + 1];
+  for (int64_t k = 0, n = indices->size(); k < n; ++k) {
+    int64_t rest = k, at = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      coord[d] = rest % indices->dims[d];
+      rest /= indices->dims[d];
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t c = coord[d];
+      if (d == axis) {
+        c = indices->getInt(k);
+        if (c < 0)
+          c += data->dims[d];
+      }
+      if (c < 0 || c >= data->dims[d]) {
+        im.error() << "index " << indices->getInt(k) << " is out of range "
+                   << "for a dimension of " << data->dims[d];
+        return failure();
+      }
+      at += c * dataStrides[d];
+    }
+    if (data->isFloat())
+      out.set(k, data->f[at]);
+    else
+      out.setInt(k, data->i[at]);
+  }
+  im.define(0, std::move(out));
+  return success();
+}
+
 } // namespace
 
 const llvm::StringMap<Converter> &mp::onnx::getConverters() {
@@ -1604,6 +1875,22 @@ const llvm::StringMap<Converter> &mp::onnx::getConverters() {
       {"ConstantOfShape", convertConstantOfShape},
       {"Range", convertRange},
       {"SoftmaxCrossEntropyLoss", convertSoftmaxCrossEntropyLoss},
+      {"Clip", convertClip},
+      {"HardSigmoid", convertHardSigmoid},
+      {"HardSwish", convertHardSwish},
+      {"Abs", convertAbs},
+      {"Softplus", convertSoftplus},
+      {"Equal", convertCompare<tg::ComparePredicate::eq>},
+      {"Less", convertCompare<tg::ComparePredicate::lt>},
+      {"LessOrEqual", convertCompare<tg::ComparePredicate::le>},
+      {"Greater", convertCompare<tg::ComparePredicate::gt>},
+      {"GreaterOrEqual", convertCompare<tg::ComparePredicate::ge>},
+      {"And", convertLogic},
+      {"Or", convertLogic},
+      {"Xor", convertLogic},
+      {"Not", convertLogic},
+      {"Where", convertWhere},
+      {"GatherElements", convertGatherElements},
   };
   return converters;
 }

@@ -97,9 +97,14 @@ extern "C" mpStatus mpConvert(const void *src, mpElementType srcType,
                               void *dst, mpElementType dstType,
                               int64_t count) {
   using namespace mp::rt;
-  if (!isFloatType(srcType) || !isFloatType(dstType) || count < 0 ||
+  if (!mpElementSize(srcType) || !mpElementSize(dstType) || count < 0 ||
       (count > 0 && (!src || !dst)))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (!isFloatType(srcType) || !isFloatType(dstType)) {
+    for (int64_t i = 0; i < count; ++i)
+      storeAny(dst, dstType, i, loadAny(src, srcType, i));
+    return MP_OK;
+  }
   if (libraryKernelsEnabled() && isTileType(srcType) && isTileType(dstType)) {
     forEachTile(count, 16, [&](int64_t i, int64_t n) {
       float x[kTile];

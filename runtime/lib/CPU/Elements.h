@@ -15,6 +15,7 @@
 #include "../Checks.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace mp::rt {
@@ -72,7 +73,53 @@ inline void store(void *data, mpElementType type, int64_t i, double value) {
   }
 }
 
+/// An element of any type: integers and i1 exactly, floating-point values
+/// as double.
+struct AnyValue {
+  bool integer;
+  int64_t i;
+  double f;
+};
 
+inline AnyValue loadAny(const void *data, mpElementType type, int64_t i) {
+  switch (type) {
+  case MP_I1: return {true, static_cast<const uint8_t *>(data)[i] != 0, 0};
+  case MP_I32: return {true, static_cast<const int32_t *>(data)[i], 0};
+  case MP_I64: return {true, static_cast<const int64_t *>(data)[i], 0};
+  default: return {false, 0, load(data, type, i)};
+  }
+}
+
+/// Stores `v` converted to `type` (mpConvert's rules: integers truncate
+/// and saturate, NaN giving 0; i1 is v != 0).
+inline void storeAny(void *data, mpElementType type, int64_t i, AnyValue v) {
+  auto toInteger = [&](int64_t lo, int64_t hi) -> int64_t {
+    if (v.integer)
+      return v.i < lo ? lo : v.i > hi ? hi : v.i;
+    if (v.f != v.f)
+      return 0;
+    if (v.f <= double(lo))
+      return lo;
+    if (v.f >= double(hi))
+      return hi;
+    return static_cast<int64_t>(v.f);
+  };
+  switch (type) {
+  case MP_I1:
+    static_cast<uint8_t *>(data)[i] = v.integer ? v.i != 0 : v.f != 0;
+    return;
+  case MP_I32:
+    static_cast<int32_t *>(data)[i] =
+        static_cast<int32_t>(toInteger(INT32_MIN, INT32_MAX));
+    return;
+  case MP_I64:
+    static_cast<int64_t *>(data)[i] = toInteger(INT64_MIN, INT64_MAX);
+    return;
+  default:
+    store(data, type, i, v.integer ? double(v.i) : v.f);
+    return;
+  }
+}
 
 } // namespace mp::rt
 

@@ -337,6 +337,93 @@ extern "C" mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs,
   return MP_OK;
 }
 
+namespace {
+
+/// Per output element, the flat index of each operand, for `count`
+/// operands broadcast to `out`: strides[k] holds operand k's.
+template <typename F>
+void forEachBroadcast(const mpTensor &out, unsigned count,
+                      const int64_t (*strides)[MP_MAX_RANK], F f) {
+  int64_t n = mpNumElements(&out);
+  int64_t index[3];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i;
+    for (unsigned k = 0; k < count; ++k)
+      index[k] = 0;
+    for (int32_t d = out.rank - 1; d >= 0; --d) {
+      int64_t c = rest % out.shape[d];
+      rest /= out.shape[d];
+      for (unsigned k = 0; k < count; ++k)
+        index[k] += c * strides[k][d];
+    }
+    f(i, index);
+  }
+}
+
+int64_t loadInteger(const void *data, mpElementType type, int64_t i) {
+  switch (type) {
+  case MP_I1: return static_cast<const uint8_t *>(data)[i] != 0;
+  case MP_I32: return static_cast<const int32_t *>(data)[i];
+  case MP_I64: return static_cast<const int64_t *>(data)[i];
+  default: return 0;
+  }
+}
+
+template <typename T> bool compare(mpCompareKind kind, T a, T b) {
+  switch (kind) {
+  case MP_EQ: return a == b;
+  case MP_NE: return a != b;
+  case MP_LT: return a < b;
+  case MP_LE: return a <= b;
+  case MP_GT: return a > b;
+  case MP_GE: return a >= b;
+  }
+  return false;
+}
+
+} // namespace
+
+extern "C" mpStatus mpCompare(mpCompareKind kind, const mpTensor *lhs,
+                              const mpTensor *rhs, mpTensor *out) {
+  int64_t strides[2][MP_MAX_RANK] = {};
+  if (!validCompare(lhs, rhs, out, kind) ||
+      (mpNumElements(out) && (!lhs->data || !rhs->data || !out->data)) ||
+      !broadcastStrides(*lhs, *rhs, *out, strides[0], strides[1]))
+    return MP_ERROR_INVALID_ARGUMENT;
+  auto *result = static_cast<uint8_t *>(out->data);
+  mpElementType type = lhs->elementType;
+  bool integer = !isFloatType(type);
+  forEachBroadcast(*out, 2, strides, [&](int64_t i, const int64_t *at) {
+    result[i] = integer ? compare(kind, loadInteger(lhs->data, type, at[0]),
+                                  loadInteger(rhs->data, type, at[1]))
+                        : compare(kind, load(lhs->data, type, at[0]),
+                                  load(rhs->data, type, at[1]));
+  });
+  return MP_OK;
+}
+
+extern "C" mpStatus mpSelect(const mpTensor *cond, const mpTensor *onTrue,
+                             const mpTensor *onFalse, mpTensor *out) {
+  int64_t strides[3][MP_MAX_RANK] = {};
+  if (!validSelect(cond, onTrue, onFalse, out) ||
+      (mpNumElements(out) &&
+       (!cond->data || !onTrue->data || !onFalse->data || !out->data)) ||
+      !broadcastStridesTo(*cond, *out, strides[0]) ||
+      !broadcastStridesTo(*onTrue, *out, strides[1]) ||
+      !broadcastStridesTo(*onFalse, *out, strides[2]))
+    return MP_ERROR_INVALID_ARGUMENT;
+  size_t size = mpElementSize(out->elementType);
+  const auto *c = static_cast<const uint8_t *>(cond->data);
+  const auto *t = static_cast<const char *>(onTrue->data);
+  const auto *f = static_cast<const char *>(onFalse->data);
+  auto *o = static_cast<char *>(out->data);
+  forEachBroadcast(*out, 3, strides, [&](int64_t i, const int64_t *at) {
+    const char *from = c[at[0]] ? t + at[1] * size : f + at[2] * size;
+    std::memcpy(o + i * size, from, size);
+  });
+  return MP_OK;
+}
+
 extern "C" mpStatus mpDropout(const mpTensor *in, const mpTensor *seed,
                               mpTensor *out, float rate, int64_t stream,
                               mpElementType compute) {

@@ -369,6 +369,136 @@ mpStatus mp::cuda::mpBinary(mpBinaryKind kind, const mpTensor *lhs,
 }
 
 //===----------------------------------------------------------------------===//
+// Comparison and selection (masks)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Up to three operands broadcast to one output shape.
+struct SelectPlan {
+  Shape out;
+  int64_t strides[3][MP_MAX_RANK];
+};
+
+__device__ __forceinline__ void broadcastIndices(const SelectPlan &plan,
+                                                 int count, int64_t i,
+                                                 int64_t *index) {
+  for (int k = 0; k < count; ++k)
+    index[k] = 0;
+  for (int d = plan.out.rank - 1; d >= 0; --d) {
+    int64_t c = i % plan.out.dims[d];
+    i /= plan.out.dims[d];
+    for (int k = 0; k < count; ++k)
+      index[k] += c * plan.strides[k][d];
+  }
+}
+
+template <typename T> __device__ bool compareOp(int kind, T a, T b) {
+  switch (kind) {
+  case MP_EQ: return a == b;
+  case MP_NE: return a != b;
+  case MP_LT: return a < b;
+  case MP_LE: return a <= b;
+  case MP_GT: return a > b;
+  case MP_GE: return a >= b;
+  }
+  return false;
+}
+
+__device__ __forceinline__ int64_t loadInteger(const void *p, int type,
+                                               int64_t i) {
+  switch (type) {
+  case MP_I1: return static_cast<const uint8_t *>(p)[i] != 0;
+  case MP_I32: return static_cast<const int32_t *>(p)[i];
+  default: return static_cast<const int64_t *>(p)[i];
+  }
+}
+
+/// Floating-point operands compare as double, which holds every f16, bf16,
+/// f32 and f64 value exactly; integers and i1 as int64.
+__global__ void compareKernel(int kind, const void *lhs, const void *rhs,
+                              int type, bool integer, uint8_t *out, int64_t n,
+                              SelectPlan plan) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t at[3];
+    broadcastIndices(plan, 2, i, at);
+    out[i] = integer ? compareOp(kind, loadInteger(lhs, type, at[0]),
+                                 loadInteger(rhs, type, at[1]))
+                     : compareOp(kind, loadAs<double>(lhs, type, at[0]),
+                                 loadAs<double>(rhs, type, at[1]));
+  }
+}
+
+/// Elements are copied as raw words of their size.
+template <typename Word>
+__global__ void selectKernel(const uint8_t *cond, const Word *onTrue,
+                             const Word *onFalse, Word *out, int64_t n,
+                             SelectPlan plan) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t at[3];
+    broadcastIndices(plan, 3, i, at);
+    out[i] = cond[at[0]] ? onTrue[at[1]] : onFalse[at[2]];
+  }
+}
+
+} // namespace
+
+mpStatus mp::cuda::mpCompare(mpCompareKind kind, const mpTensor *lhs,
+                             const mpTensor *rhs, mpTensor *out) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  SelectPlan plan;
+  if (!rt::validCompare(lhs, rhs, out, kind) ||
+      !rt::broadcastStrides(*lhs, *rhs, *out, plan.strides[0],
+                            plan.strides[1]))
+    return MP_ERROR_INVALID_ARGUMENT;
+  plan.out = shapeOf(*out);
+  int64_t n = mpNumElements(out);
+  if (!n)
+    return MP_OK;
+  compareKernel<<<gridFor(n), kThreads, 0, c->stream>>>(
+      kind, lhs->data, rhs->data, lhs->elementType,
+      !rt::isFloatType(lhs->elementType), static_cast<uint8_t *>(out->data),
+      n, plan);
+  return launched("compare kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpSelect(const mpTensor *cond, const mpTensor *onTrue,
+                            const mpTensor *onFalse, mpTensor *out) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  SelectPlan plan;
+  if (!rt::validSelect(cond, onTrue, onFalse, out) ||
+      !rt::broadcastStridesTo(*cond, *out, plan.strides[0]) ||
+      !rt::broadcastStridesTo(*onTrue, *out, plan.strides[1]) ||
+      !rt::broadcastStridesTo(*onFalse, *out, plan.strides[2]))
+    return MP_ERROR_INVALID_ARGUMENT;
+  plan.out = shapeOf(*out);
+  int64_t n = mpNumElements(out);
+  if (!n)
+    return MP_OK;
+  auto launch = [&](auto word) {
+    using Word = decltype(word);
+    selectKernel<Word><<<gridFor(n), kThreads, 0, c->stream>>>(
+        static_cast<const uint8_t *>(cond->data),
+        static_cast<const Word *>(onTrue->data),
+        static_cast<const Word *>(onFalse->data),
+        static_cast<Word *>(out->data), n, plan);
+  };
+  switch (mpElementSize(out->elementType)) {
+  case 1: launch(uint8_t()); break;
+  case 2: launch(uint16_t()); break;
+  case 4: launch(uint32_t()); break;
+  default: launch(uint64_t()); break;
+  }
+  return launched("select kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+//===----------------------------------------------------------------------===//
 // Dropout
 //===----------------------------------------------------------------------===//
 

@@ -30,6 +30,10 @@ mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
                  mpElementType compute);
 mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
                   mpTensor *out, mpElementType compute);
+mpStatus mpCompare(mpCompareKind kind, const mpTensor *lhs,
+                   const mpTensor *rhs, mpTensor *out);
+mpStatus mpSelect(const mpTensor *cond, const mpTensor *onTrue,
+                  const mpTensor *onFalse, mpTensor *out);
 mpStatus mpActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
                           const mpTensor *saved, mpTensor *dx,
                           mpElementType compute);

@@ -237,6 +237,31 @@ LogicalResult MinimumOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
   return extremumAdjoints(*this, /*isMax=*/false, b, dys, wanted, out);
 }
 
+LogicalResult SelectOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                      ArrayRef<bool> wanted,
+                                      SmallVectorImpl<Value> &out) {
+  // dy where the condition picks the operand, zero elsewhere; the condition
+  // has no adjoint.
+  noAdjoints(*this, out);
+  Value dy = dys[0];
+  if (!dy)
+    return success();
+  static const char *names[] = {"", "grad_on_true", "grad_on_false"};
+  for (unsigned k = 1; k < 3; ++k) {
+    auto operandType = tensorType(getOperand(k));
+    if (!wanted[k] || !isa<FloatType>(operandType.getElementType()))
+      continue;
+    Location loc = adjointLoc(*this, names[k]);
+    Value zero = scalar(b, loc, tensorType(dy).getElementType(), 0.0);
+    Value picked =
+        SelectOp::create(b, loc, dy.getType(), getCondition(),
+                         k == 1 ? dy : zero, k == 1 ? zero : dy);
+    out[k] = castTo(b, loc, reduceToShape(b, loc, picked, operandType),
+                    operandType);
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise unary ops
 //===----------------------------------------------------------------------===//

@@ -26,6 +26,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mp::tg;
 
@@ -54,6 +56,7 @@ enum class Rule : uint8_t {
   ClearNoNeighbour,
   OutputLayerF32,
   NoFastPath,
+  OutOfRange, // an operand holds a constant the low type cannot
 };
 
 struct Node {
@@ -110,6 +113,9 @@ private:
   void dfs(unsigned root, Dir dir, EnterFn enter, VisitFn visit);
   Want wantOf(OpOperand &use) const;
   bool isDataOperand(Node &n, unsigned i) const;
+  /// Whether a data operand of `op` holds a constant whose magnitude the
+  /// low type cannot hold (it would round to infinity).
+  bool readsOutOfRange(PrecisionOpInterface op) const;
   void demoteOutputLayer();
 
   /// `t` with element type `element`, memoised: a step has few distinct
@@ -148,6 +154,47 @@ static Value lookThroughCasts(Value v) {
   while (auto cast = v.getDefiningOp<CastOp>())
     v = cast.getInput();
   return v;
+}
+
+/// A magnitude `v` is known to hold somewhere, from the constants it is
+/// made of: a tg.constant's largest |x|; what tg.select, tg.cast and the
+/// movement ops make of constants (a select holds each branch where its
+/// condition picks it). 0 when nothing is known. This finds the attention
+/// masks that fill hidden scores with f32's lowest value.
+static double knownMagnitude(Value v, unsigned depth = 0) {
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 8)
+    return 0;
+  if (auto c = dyn_cast<ConstantOp>(op)) {
+    auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
+    if (!dense)
+      return 0;
+    if (dense.isSplat())
+      return std::fabs(dense.getSplatValue<APFloat>().convertToDouble());
+    double most = 0;
+    if (dense.getNumElements() > (int64_t(1) << 20))
+      return 0;
+    for (const APFloat &x : dense.getValues<APFloat>())
+      most = std::max(most, std::fabs(x.convertToDouble()));
+    return most;
+  }
+  if (auto sel = dyn_cast<SelectOp>(op))
+    return std::max(knownMagnitude(sel.getOnTrue(), depth + 1),
+                    knownMagnitude(sel.getOnFalse(), depth + 1));
+  if (isa<CastOp, BroadcastToOp, ReshapeOp, TransposeOp>(op))
+    return knownMagnitude(op->getOperand(0), depth + 1);
+  return 0;
+}
+
+bool Colouring::readsOutOfRange(PrecisionOpInterface op) const {
+  double largest =
+      APFloat::getLargest(low.getFloatSemantics()).convertToDouble();
+  for (unsigned k = 0, e = op->getNumOperands(); k < e; ++k)
+    if (op.getOperandRole(k) == OperandRole::Data &&
+        isAmpFloat(op->getOperand(k).getType()) &&
+        knownMagnitude(op->getOperand(k)) > largest)
+      return true;
+  return false;
 }
 
 bool Colouring::isDataOperand(Node &n, unsigned i) const {
@@ -195,6 +242,10 @@ void Colouring::build(FunctionOpInterface fn) {
                n.cls == PrecisionClass::Infer) {
       n.cls = PrecisionClass::Deny;
       n.rule = Rule::InferAsDeny;
+    }
+    if (!o && n.cls != PrecisionClass::Deny && readsOutOfRange(op)) {
+      n.cls = PrecisionClass::Deny;
+      n.rule = Rule::OutOfRange;
     }
     index[op] = nodes.size();
     nodes.push_back(std::move(n));
@@ -683,6 +734,10 @@ std::string Colouring::renderRule(const Node &n) const {
     return "all users need f32 (output layer in f32)";
   case Rule::NoFastPath:
     return policy.getUnsupportedReason().str();
+  case Rule::OutOfRange:
+    return std::string("an operand holds a constant beyond ") +
+           (low.isF16() ? "f16" : "bf16") +
+           "'s range (a mask's fill value): kept in f32";
   }
   llvm_unreachable("unknown rule");
 }

@@ -43,6 +43,8 @@ extern "C" {
   X(unary, "kind:i compute:type in out")                                      \
   X(binary, "kind:i compute:type lhs rhs out")                                \
   X(activation_grad, "kind:i compute:type dy saved dx")                       \
+  X(compare, "kind:i lhs rhs out")                                            \
+  X(select, "cond on_true on_false out")                                      \
   X(softmax, "log:i axis:i compute:type in out")                              \
   X(softmax_grad, "log:i axis:i compute:type dy y dx")                        \
   X(reduce, "kind:i compute:type n:i axes:i[n] in out")                       \

@@ -102,9 +102,11 @@ float mpF16ToF32(uint16_t bits);
 uint16_t mpF32ToBF16(float value);
 float mpBF16ToF32(uint16_t bits);
 
-/* Converts `count` elements between any two of f32, f16 and bf16, and
- * between f32 and f64 (f64 to f16/bf16 is unsupported: it would round
- * twice through f32). */
+/* Converts `count` elements between any two element types. Floating-point
+ * conversions round to nearest even (f64 to f16/bf16 once, not twice
+ * through f32). To an integer type a value truncates towards zero and
+ * saturates at the type's range, NaN giving 0; to i1 any nonzero value
+ * (NaN included) gives 1. */
 mpStatus mpConvert(const void *src, mpElementType srcType, void *dst,
                    mpElementType dstType, int64_t count);
 
@@ -140,6 +142,17 @@ typedef enum mpBinaryKind {
   MP_MINIMUM = 5
 } mpBinaryKind;
 
+/* Comparisons (tg.compare): the result is i1, one byte per element holding
+ * 0 or 1. */
+typedef enum mpCompareKind {
+  MP_EQ = 0,
+  MP_NE = 1,
+  MP_LT = 2,
+  MP_LE = 3,
+  MP_GT = 4,
+  MP_GE = 5
+} mpCompareKind;
+
 /* The gradient of an activation given dy and the saved tensor (the input
  * for relu and gelu, the output for tanh and sigmoid). */
 typedef enum mpActivationGradKind {
@@ -157,6 +170,19 @@ mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
 /* out = lhs (op) rhs with numpy broadcasting; out has the broadcast shape. */
 mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
                   mpTensor *out, mpElementType compute);
+
+/* out = lhs (op) rhs as i1, with numpy broadcasting; lhs and rhs share any
+ * one element type (floating-point, integer or i1) and are compared exactly
+ * in it. A NaN is unequal to everything, itself included, and neither less
+ * nor greater (IEEE). */
+mpStatus mpCompare(mpCompareKind kind, const mpTensor *lhs,
+                   const mpTensor *rhs, mpTensor *out);
+
+/* out = cond ? onTrue : onFalse, element by element, with numpy
+ * broadcasting of the three operands; cond is i1, onTrue, onFalse and out
+ * share one element type (any), whose elements are copied bit for bit. */
+mpStatus mpSelect(const mpTensor *cond, const mpTensor *onTrue,
+                  const mpTensor *onFalse, mpTensor *out);
 
 /* dx = dy * f'(saved); all three have one shape. */
 mpStatus mpActivationGrad(mpActivationGradKind kind, const mpTensor *dy,

@@ -102,6 +102,18 @@ def TG_OperandRole : I32EnumAttr<"OperandRole",
   let genSpecializedAttr = 0;
 }
 
+def TG_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "the relation tg.compare tests", [
+      I32EnumAttrCase<"eq", 0>,
+      I32EnumAttrCase<"ne", 1>,
+      I32EnumAttrCase<"lt", 2>,
+      I32EnumAttrCase<"le", 3>,
+      I32EnumAttrCase<"gt", 4>,
+      I32EnumAttrCase<"ge", 5>
+    ]> {
+  let cppNamespace = "::mp::tg";
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
@@ -113,6 +125,7 @@ def TG_IntElement : AnyTypeOf<[I32, I64], "i32 or i64">;
 def TG_FloatTensor : StaticShapeTensorOf<[TG_FloatElement]>;
 def TG_IntTensor : StaticShapeTensorOf<[TG_IntElement]>;
 def TG_AnyTensor : StaticShapeTensorOf<[TG_FloatElement, TG_IntElement, I1]>;
+def TG_MaskTensor : StaticShapeTensorOf<[I1]>;
 
 def TG_FloatScalar : 0DTensorOf<[TG_FloatElement]>;
 def TG_F32Scalar : 0DTensorOf<[F32]>;

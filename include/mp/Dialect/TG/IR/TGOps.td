@@ -430,6 +430,102 @@ def TG_NextSeedOp : TG_Op<"next_seed", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// Masks
+//===----------------------------------------------------------------------===//
+
+def TG_CompareOp : TG_Op<"compare", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "elementwise comparison with broadcasting";
+  let description = [{
+    Tests `lhs <predicate> rhs` element by element (`eq`, `ne`, `lt`, `le`,
+    `gt`, `ge`), with numpy broadcasting, and gives an `i1` tensor. The
+    operands share one element type, floating-point, integer or `i1`, and
+    are compared exactly in it: a NaN is unequal to everything and neither
+    less nor greater.
+
+    Masks are built from comparisons (a padding mask from the token ids, a
+    causal mask from positions). `tg.compare` has no compute type and no
+    gradient, and is on none of the precision lists: mixed precision leaves
+    it, and the values it reads, in the types they have.
+
+    ```mlir
+    %keep = tg.compare ne, %ids, %pad
+        : (tensor<8x128xi64>, tensor<i64>) -> tensor<8x128xi1>
+    ```
+  }];
+  let arguments = (ins TG_ComparePredicate:$predicate, TG_AnyTensor:$lhs,
+                       TG_AnyTensor:$rhs);
+  let results = (outs TG_MaskTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands,
+    results)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      if (::mlir::failed(::mp::tg::inferBroadcastType(
+              loc, adaptor.getLhs().getType(), adaptor.getRhs().getType(),
+              types)))
+        return ::mlir::failure();
+      types[0] = ::llvm::cast<::mlir::RankedTensorType>(types[0]).clone(
+          ::mlir::IntegerType::get(context, 1));
+      return ::mlir::success();
+    }
+  }];
+}
+
+def TG_SelectOp : TG_Op<"select", [Pure, InferTypeOpAdaptor,
+    TG_Differentiable,
+    AllElementTypesMatch<["on_true", "on_false", "result"]>]> {
+  let summary = "elementwise choice between two tensors by a mask";
+  let description = [{
+    Gives `on_true` where `condition` holds and `on_false` elsewhere, with
+    numpy broadcasting of the three operands. The values share one element
+    type (any), and are copied unchanged.
+
+    Attention masks fill the scores they hide with the most negative value
+    of the type (`-3.4e38` in f32) or add such a value. Neither f16 nor bf16
+    holds it (it rounds to `-inf`), so `tg.select` is on no precision list:
+    mixed precision keeps it in the type it has, and an add it feeds stays
+    in f32 too (docs/MixedPrecision.md).
+
+    The gradient flows to `on_true` where the condition holds and to
+    `on_false` elsewhere (summed over broadcast dimensions); the condition
+    has none.
+
+    ```mlir
+    %masked = tg.select %keep, %scores, %lowest
+        : (tensor<8x1x1x128xi1>, tensor<8x4x128x128xf32>, tensor<f32>)
+        -> tensor<8x4x128x128xf32>
+    ```
+  }];
+  let arguments = (ins TG_MaskTensor:$condition, TG_AnyTensor:$on_true,
+                       TG_AnyTensor:$on_false);
+  let results = (outs TG_AnyTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      ::llvm::SmallVector<::mlir::Type, 1> values;
+      if (::mlir::failed(::mp::tg::inferBroadcastType(
+              loc, adaptor.getOnTrue().getType(),
+              adaptor.getOnFalse().getType(), values)) ||
+          ::mlir::failed(::mp::tg::inferBroadcastType(
+              loc, values[0], adaptor.getCondition().getType(), types)))
+        return ::mlir::failure();
+      types[0] = ::llvm::cast<::mlir::RankedTensorType>(types[0]).clone(
+          ::llvm::cast<::mlir::RankedTensorType>(values[0]).getElementType());
+      return ::mlir::success();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax and normalisation
 //===----------------------------------------------------------------------===//
 
