@@ -271,3 +271,42 @@ func.func @f64_untouched(%x: tensor<4x4xf64>) -> tensor<4x4xf64> {
   %0 = tg.matmul %x, %x : (tensor<4x4xf64>, tensor<4x4xf64>) -> tensor<4x4xf64>
   return %0 : tensor<4x4xf64>
 }
+
+// -----
+
+// Rule: an op that reads a constant beyond the low type's range stays in
+// f32: here the add of an attention mask whose fill value, f32's lowest,
+// is -inf in f16 (a row with nothing to attend to would become NaN after
+// the softmax). The mask (tg.select) is on no list and keeps its type.
+// CHECK-LABEL: func @mask_fill_out_of_range
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x8xf32>
+// CHECK: %[[F:.*]] = tg.select %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x8xi1>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK: tg.add %[[M]], %[[F]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+func.func @mask_fill_out_of_range(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>,
+                                  %keep: tensor<4x8xi1>) -> tensor<4x8xf32> {
+  %0 = tg.matmul %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %zero = tg.constant dense<0.0> : tensor<f32>
+  %lowest = tg.constant dense<-3.40282347E+38> : tensor<f32>
+  %fill = tg.select %keep, %zero, %lowest : (tensor<4x8xi1>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+  %1 = tg.add %0, %fill : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = tg.softmax %1 axis = 1 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+
+// -----
+
+// A fill value f16 holds (-1e4, as some exporters use) does not pin the
+// add: it follows the matmul into f16.
+// CHECK-LABEL: func @mask_fill_in_range
+// CHECK: %[[M:.*]] = tg.matmul {{.*}} -> tensor<4x8xf16>
+// CHECK: tg.add %[[M]], %{{.*}} compute(f16) : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
+func.func @mask_fill_in_range(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>,
+                              %keep: tensor<4x8xi1>) -> tensor<4x8xf32> {
+  %0 = tg.matmul %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %zero = tg.constant dense<0.0> : tensor<f32>
+  %low = tg.constant dense<-1.0E+4> : tensor<f32>
+  %fill = tg.select %keep, %zero, %low : (tensor<4x8xi1>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+  %1 = tg.add %0, %fill : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = tg.softmax %1 axis = 1 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}

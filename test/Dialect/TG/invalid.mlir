@@ -1126,3 +1126,56 @@ func.func @record_nonfinite_op_id(%s: tensor<i64>, %r: tensor<1x6xf32>) {
 func.func @numerics_table(%s: tensor<i64>) attributes {tg.numerics = [{id = 0 : i64}]} {
   return
 }
+
+// -----
+
+// Rule: tg.compare's operands share an element type and broadcast.
+func.func @compare_types(%a: tensor<4xf32>, %b: tensor<4xf16>) -> tensor<4xi1> {
+  // expected-error @+1 {{failed to verify that all of {lhs, rhs} have same element type}}
+  %0 = tg.compare eq, %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @compare_shapes(%a: tensor<4xf32>, %b: tensor<3xf32>) -> tensor<4xi1> {
+  // expected-error @+2 {{operand shapes [4] and [3] are not broadcast-compatible}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.compare lt, %a, %b : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+// Rule: tg.compare gives i1.
+func.func @compare_result(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = tg.compare lt, %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Rule: tg.select's condition is i1 and its values share a type.
+func.func @select_condition(%c: tensor<4xf32>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = tg.select %c, %a, %a : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @select_values(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{failed to verify that all of {on_true, on_false, result} have same element type}}
+  %0 = tg.select %c, %a, %b : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @select_shapes(%c: tensor<3xi1>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{are not broadcast-compatible}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.select %c, %a, %a : (tensor<3xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -267,3 +267,21 @@ func.func @dropout(%x: tensor<8x16xbf16>, %s: tensor<i64>) -> (tensor<8x16xbf16>
   %1 = tg.next_seed %s : tensor<i64>
   return %0, %1 : tensor<8x16xbf16>, tensor<i64>
 }
+
+// -----
+
+// CHECK-LABEL: func @masks
+func.func @masks(%ids: tensor<2x8xi64>, %pad: tensor<i64>,
+                 %scores: tensor<2x4x8x8xf32>, %lowest: tensor<f32>)
+    -> (tensor<2x4x8x8xf32>, tensor<2x8xi1>) {
+  // CHECK: tg.compare ne, %{{.*}}, %{{.*}} : (tensor<2x8xi64>, tensor<i64>) -> tensor<2x8xi1>
+  %keep = tg.compare ne, %ids, %pad : (tensor<2x8xi64>, tensor<i64>) -> tensor<2x8xi1>
+  %k4 = tg.reshape %keep : (tensor<2x8xi1>) -> tensor<2x1x1x8xi1>
+  // CHECK: tg.select %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x1x1x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %masked = tg.select %k4, %scores, %lowest : (tensor<2x1x1x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  // Logic on masks is selection among i1 values.
+  // CHECK: tg.select %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8xi1>, tensor<2x8xi1>, tensor<i1>) -> tensor<2x8xi1>
+  %false = tg.constant dense<false> : tensor<i1>
+  %both = tg.select %keep, %keep, %false : (tensor<2x8xi1>, tensor<2x8xi1>, tensor<i1>) -> tensor<2x8xi1>
+  return %masked, %both : tensor<2x4x8x8xf32>, tensor<2x8xi1>
+}

@@ -403,6 +403,27 @@ def loss_cases(rng):
     return out
 
 
+def mask_cases(rng):
+    """tg.select by a mask that tg.compare makes of a random input: the
+    gradient reaches each branch where the mask picks it."""
+    out = []
+    full = dims(rng, 3, 2, 5)
+    for label, cshape, tshape, fshape in [
+            ("same shape", full, full, full),
+            ("broadcast", [full[0], 1, full[2]], full, full[-1:])]:
+        f = Forward()
+        x, _ = f.input(cshape)
+        zero, _ = f.op(f"tg.constant dense<0.0> : {ty([])}", [])
+        mask, _ = f.op(f"tg.compare gt, {x}, {zero} : ({ty(cshape)}, "
+                       f"{ty([])}) -> {ty(cshape, 'i1')}", cshape)
+        a, _ = f.param(tshape)
+        b, _ = f.param(fshape)
+        y, _ = f.op(f"tg.select {mask}, {a}, {b} : ({ty(cshape, 'i1')}, "
+                    f"{ty(tshape)}, {ty(fshape)}) -> {ty(full)}", full)
+        out.append((f"select, {label}", f.render(y, full)))
+    return out
+
+
 def main():
     tool, work = sys.argv[1], sys.argv[2]
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else random.randrange(1 << 30)
@@ -411,7 +432,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     cases = (binary_cases(rng) + unary_cases(rng) + softmax_norm_cases(rng) +
              reduce_cases(rng) + matmul_cases(rng) + movement_cases(rng) +
-             conv_cases(rng) + loss_cases(rng))
+             conv_cases(rng) + loss_cases(rng) + mask_cases(rng))
     failed = 0
     for k, (name, text) in enumerate(cases):
         path = os.path.join(work, f"case{k}.mlir")

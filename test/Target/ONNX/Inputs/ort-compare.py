@@ -2,9 +2,11 @@
 onnxruntime, for mp-onnx-test to compare mp's outputs with.
 
 usage: ort-compare.py <venv> <model.onnx> <test dir> [--batch N] [--seed S]
+                      [--int NAME=LO:HI ...]
 
 <test dir> gets model.onnx (the model with its symbolic dimensions fixed to
---batch) and test_data_set_0/ with random inputs (input_<k>.pb) and
+--batch) and test_data_set_0/ with random inputs (input_<k>.pb: floats
+normal, integers uniform in --int's range, [0, 2) by default) and
 onnxruntime's outputs (output_<k>.pb). onnxruntime runs in <venv>, a
 virtual environment this script makes on first use (with the system's onnx
 and numpy visible, and onnxruntime from PyPI); concurrent tests share it
@@ -57,16 +59,31 @@ def main():
     parser.add_argument("dir")
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--int", action="append", default=[],
+                        metavar="NAME=LO:HI",
+                        help="integer input NAME drawn from [LO, HI) "
+                             "(default [0, 2): a mask)")
     args = parser.parse_args()
+    ranges = {}
+    for spec in args.int:
+        name, bounds = spec.split("=")
+        lo, hi = bounds.split(":")
+        ranges[name] = (int(lo), int(hi))
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print("seed", seed)
     rng = np.random.default_rng(seed)
 
     model = onnx.load(args.model)
+    # The first dimension is the batch; other symbolic dimensions of the
+    # outputs (an exporter's names for [B, T, V]) are left to inference.
     for v in list(model.graph.input) + list(model.graph.output):
-        for d in v.type.tensor_type.shape.dim:
-            if not d.HasField("dim_value"):
+        for k, d in enumerate(v.type.tensor_type.shape.dim):
+            if d.HasField("dim_value"):
+                continue
+            if k == 0 or v in model.graph.input:
                 d.dim_value = args.batch
+            else:
+                d.ClearField("dim_param")
     data = os.path.join(args.dir, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
     path = os.path.join(args.dir, "model.onnx")
@@ -77,7 +94,13 @@ def main():
     inputs = [v for v in model.graph.input if v.name not in initializers]
     for k, v in enumerate(inputs):
         shape = [d.dim_value for d in v.type.tensor_type.shape.dim]
-        value = rng.standard_normal(shape).astype(np.float32)
+        elem = v.type.tensor_type.elem_type
+        if elem in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+            lo, hi = ranges.get(v.name, (0, 2))
+            value = rng.integers(lo, hi, shape).astype(
+                np.int64 if elem == onnx.TensorProto.INT64 else np.int32)
+        else:
+            value = rng.standard_normal(shape).astype(np.float32)
         npy = os.path.join(data, "input_%d.npy" % k)
         np.save(npy, value)
         npys.append(npy)

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Exports the small models of this directory from PyTorch.
+
+usage: make-models.py [OUTDIR]    (default: this directory)
+
+Needs torch, torchvision and transformers (pip install torch torchvision
+transformers onnx onnxscript); the suite itself needs none of them, it reads
+the committed .onnx files. The models were made with PyTorch 2.11.0,
+torchvision 0.26.0 and transformers 5.24.0, with random initialisation
+(seed 0), at tiny sizes so that the files stay small, exported as
+docs/Importing.md says: opset 17, training mode, no constant folding, the
+batch dimension symbolic, the TorchScript exporter (dynamo=False).
+
+  bert.onnx        BertForSequenceClassification, 3 labels
+  distilbert.onnx  DistilBertForSequenceClassification, 3 labels
+  gpt2.onnx        GPT2LMHeadModel (logits [B, T, V])
+  llama.onnx       LlamaForCausalLM: RMSNorm, rotary embeddings, SiLU gate,
+                   grouped-query attention (2 heads, 1 key/value head)
+  mobilenet_v2.onnx        torchvision MobileNetV2 (width 0.25), its first
+                           four feature blocks and a classifier: ReLU6 (Clip)
+  mobilenet_v3_small.onnx  torchvision MobileNetV3-Small (width 0.25), its
+                           first four feature blocks and a classifier:
+                           HardSwish, HardSigmoid, squeeze-excitation
+
+The transformers take input_ids and attention_mask (int64, [B, 16]) and have
+their dropout probabilities set to 0, so that onnxruntime, which runs
+training-mode Dropout at random, gives comparable outputs
+(test/Target/ONNX/onnxruntime.test); dropout itself is tested elsewhere.
+"""
+
+import os
+import sys
+import warnings
+
+import torch
+import torchvision
+import transformers
+
+warnings.filterwarnings("ignore")
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
+    os.path.abspath(__file__))
+VOCAB, T = 64, 16
+
+
+class Logits(torch.nn.Module):
+    """The model's logits from input_ids and attention_mask."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids,
+                          attention_mask=attention_mask).logits
+
+
+def export(name, model, args, inputs):
+    model.train()
+    axes = {n: {0: "batch"} for n in inputs + ["logits"]}
+    path = os.path.join(OUT, name + ".onnx")
+    torch.onnx.export(model, args, path, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, input_names=inputs,
+                      output_names=["logits"], dynamic_axes=axes,
+                      dynamo=False)
+    print("%s: %d bytes" % (path, os.path.getsize(path)))
+
+
+def main():
+    torch.manual_seed(0)
+    ids = torch.randint(0, VOCAB, (2, T))
+    mask = torch.ones(2, T, dtype=torch.long)
+    tokens = (ids, mask)
+    names = ["input_ids", "attention_mask"]
+    tf = transformers
+    small = dict(vocab_size=VOCAB, max_position_embeddings=32,
+                 attn_implementation="eager")
+    bert = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                intermediate_size=32, hidden_dropout_prob=0.0,
+                attention_probs_dropout_prob=0.0, num_labels=3, **small)
+    export("bert", Logits(tf.BertForSequenceClassification(
+        tf.BertConfig(**bert))), tokens, names)
+    export("distilbert", Logits(tf.DistilBertForSequenceClassification(
+        tf.DistilBertConfig(dim=16, n_layers=2, n_heads=2, hidden_dim=32,
+                            dropout=0.0, attention_dropout=0.0,
+                            seq_classif_dropout=0.0, num_labels=3,
+                            **small))), tokens, names)
+    export("gpt2", Logits(tf.GPT2LMHeadModel(tf.GPT2Config(
+        n_embd=16, n_layer=2, n_head=2, resid_pdrop=0.0, embd_pdrop=0.0,
+        bos_token_id=0, eos_token_id=0,
+        attn_pdrop=0.0, vocab_size=VOCAB, n_positions=32,
+        attn_implementation="eager"))), tokens, names)
+    export("llama", Logits(tf.LlamaForCausalLM(tf.LlamaConfig(
+        hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, **small))), tokens,
+        names)
+    x = torch.randn(2, 3, 32, 32)
+    for name, make in (("mobilenet_v2", torchvision.models.mobilenet_v2),
+                       ("mobilenet_v3_small",
+                        torchvision.models.mobilenet_v3_small)):
+        full = make(width_mult=0.25)
+        features = full.features[:4]
+        channels = features(x).shape[1]
+        model = torch.nn.Sequential(features, torch.nn.AdaptiveAvgPool2d(1),
+                                    torch.nn.Flatten(),
+                                    torch.nn.Linear(channels, 10))
+        export(name, model, (x,), ["x"])
+
+
+if __name__ == "__main__":
+    main()
