@@ -147,16 +147,7 @@ std::optional<mpElementType> runner::toElementType(mlir::Type type) {
 }
 
 const char *runner::elementTypeName(mpElementType type) {
-  switch (type) {
-  case MP_F32: return "f32";
-  case MP_F16: return "f16";
-  case MP_BF16: return "bf16";
-  case MP_F64: return "f64";
-  case MP_I32: return "i32";
-  case MP_I64: return "i64";
-  case MP_I1: return "i1";
-  }
-  return "?";
+  return mpElementTypeName(type);
 }
 
 //===----------------------------------------------------------------------===//

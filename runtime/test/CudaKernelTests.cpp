@@ -251,18 +251,7 @@ EntryFn mprtCudaGetEntry(const char *name) {
 std::vector<Case> cases() {
   std::vector<Case> all;
   const mpElementType floats[] = {MP_F32, MP_F16, MP_BF16};
-  auto typeName = [](mpElementType t) {
-    switch (t) {
-    case MP_F32: return "f32";
-    case MP_F16: return "f16";
-    case MP_BF16: return "bf16";
-    case MP_F64: return "f64";
-    case MP_I32: return "i32";
-    case MP_I64: return "i64";
-    case MP_I1: return "i1";
-    }
-    return "?";
-  };
+  auto typeName = mpElementTypeName;
   using Words = std::vector<int64_t>;
   using Emit = std::function<void(int)>;
 

@@ -81,6 +81,21 @@ static inline size_t mpElementSize(mpElementType type) {
   return 0;
 }
 
+/* The type's name as MLIR spells it ("f32", "bf16", "i1"); "?" for an
+ * unknown type. */
+static inline const char *mpElementTypeName(mpElementType type) {
+  switch (type) {
+  case MP_F32: return "f32";
+  case MP_F16: return "f16";
+  case MP_BF16: return "bf16";
+  case MP_F64: return "f64";
+  case MP_I32: return "i32";
+  case MP_I64: return "i64";
+  case MP_I1: return "i1";
+  }
+  return "?";
+}
+
 /* The ABI version the library was built with; a caller compares it with
  * MP_RUNTIME_ABI_VERSION before anything else. */
 int32_t mpRuntimeAbiVersion(void);
