@@ -1818,6 +1818,45 @@ LogicalResult convertGatherElements(Importer &im) {
   return success();
 }
 
+/// Trilu of a known tensor (the causal masks some exporters build from a
+/// constant of ones): keeps the elements on and above (upper) or on and
+/// below (lower) the k-th diagonal of the last two dimensions.
+LogicalResult convertTrilu(Importer &im) {
+  const Known *in = im.known(0);
+  if (!in) {
+    im.error() << "Trilu is supported on values known while importing "
+                  "(constants and shapes)";
+    return failure();
+  }
+  int64_t rank = in->dims.size();
+  if (rank < 2) {
+    im.error() << "Trilu needs a tensor of rank 2 or more";
+    return failure();
+  }
+  int64_t k = 0;
+  if (im.hasInput(1)) {
+    FailureOr<const Known *> diagonal = im.requireKnown(1, "k");
+    if (failed(diagonal))
+      return failure();
+    if ((*diagonal)->size() != 1) {
+      im.error() << "Trilu's k must be a scalar";
+      return failure();
+    }
+    k = (*diagonal)->getInt(0);
+  }
+  bool upper = im.attrInt("upper", 1) != 0;
+  int64_t rows = in->dims[rank - 2], cols = in->dims[rank - 1];
+  Known out = *in;
+  for (int64_t e = 0, n = out.size(); e < n; ++e) {
+    int64_t j = e % cols, i = (e / cols) % rows;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    if (!keep)
+      out.isFloat() ? out.set(e, 0.0) : out.setInt(e, 0);
+  }
+  im.define(0, std::move(out));
+  return success();
+}
+
 } // namespace
 
 const llvm::StringMap<Converter> &mp::onnx::getConverters() {
@@ -1891,6 +1930,7 @@ const llvm::StringMap<Converter> &mp::onnx::getConverters() {
       {"Not", convertLogic},
       {"Where", convertWhere},
       {"GatherElements", convertGatherElements},
+      {"Trilu", convertTrilu},
   };
   return converters;
 }
@@ -1902,6 +1942,6 @@ bool mp::onnx::isConstantOperand(StringRef opType, unsigned input) {
       .Cases({"Reshape", "Expand", "Unsqueeze", "Squeeze", "Split", "Pow",
               "ReduceMean", "ReduceSum", "ReduceMax", "Range", "Tile"},
              true)
-      .Cases({"Slice", "Dropout", "Clip"}, true)
+      .Cases({"Slice", "Dropout", "Clip", "Trilu"}, true)
       .Default(false);
 }
