@@ -1857,6 +1857,153 @@ LogicalResult convertTrilu(Importer &im) {
   return success();
 }
 
+/// Tile: a known tensor is repeated while importing; a runtime one becomes
+/// reshape [1, d0, 1, d1, ...], broadcast to [r0, d0, r1, d1, ...] and
+/// reshape to [r0 d0, r1 d1, ...] (copy-major order, as Tile's).
+LogicalResult convertTile(Importer &im) {
+  FailureOr<const Known *> repeats = im.requireKnown(1, "the repeats");
+  if (failed(repeats))
+    return failure();
+  std::vector<int64_t> in = im.shape(0), r = (*repeats)->toInts();
+  if (r.size() != in.size()) {
+    im.error() << "Tile needs one repeat count per dimension (" << in.size()
+               << "), got " << r.size();
+    return failure();
+  }
+  std::vector<int64_t> interleaved, spread, out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (r[d] < 1) {
+      im.error() << "repeat count " << r[d] << " of dimension " << d
+                 << " must be positive (tg tensors have no zero-size "
+                    "dimensions)";
+      return failure();
+    }
+    interleaved.insert(interleaved.end(), {1, in[d]});
+    spread.insert(spread.end(), {r[d], in[d]});
+    out.push_back(product({r[d], in[d]}));
+  }
+  if (product(out) > (int64_t(1) << 40)) {
+    im.error() << "the tiled tensor is too large";
+    return failure();
+  }
+  if (const Known *k = im.known(0)) {
+    if (product(out) > kMaxFoldedElements) {
+      im.error() << "the result is too large to evaluate while importing";
+      return failure();
+    }
+    Known spreadOut = broadcastKnown(reshapeKnown(*k, interleaved), spread);
+    im.define(0, reshapeKnown(spreadOut, out));
+    return success();
+  }
+  FailureOr<Value> v = im.value(0);
+  if (failed(v))
+    return failure();
+  Value x = reshape(im, *v, interleaved, "interleave");
+  x = tg::BroadcastToOp::create(im.builder, im.loc("repeat"),
+                                tensorType(x).clone(spread), x);
+  return defineResult(im, reshape(im, x, out));
+}
+
+/// Pad in constant mode: slices for negative pads, and a concatenation
+/// with constant blocks for positive ones, one axis at a time.
+LogicalResult convertPad(Importer &im) {
+  std::string mode = im.attrString("mode", "constant");
+  if (mode != "constant") {
+    im.error() << "Pad mode '" << mode << "' is not supported (constant "
+                  "mode is)";
+    return failure();
+  }
+  std::vector<int64_t> in = im.shape(0), pads;
+  double value = 0;
+  int64_t rank = in.size();
+  std::vector<int64_t> axes(rank);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (im.opset() < 11) {
+    pads = im.attrInts("pads").value_or(std::vector<int64_t>{});
+    value = im.attrFloat("value", 0.0);
+  } else {
+    FailureOr<const Known *> p = im.requireKnown(1, "the pads");
+    if (failed(p))
+      return failure();
+    pads = (*p)->toInts();
+    if (im.hasInput(2)) {
+      FailureOr<const Known *> c = im.requireKnown(2, "the constant value");
+      if (failed(c))
+        return failure();
+      if ((*c)->size() != 1) {
+        im.error() << "the constant value must be a scalar";
+        return failure();
+      }
+      value = (*c)->getFloat(0);
+    }
+    if (im.hasInput(3)) {
+      FailureOr<const Known *> a = im.requireKnown(3, "the axes");
+      if (failed(a))
+        return failure();
+      axes = (*a)->toInts();
+      for (int64_t &axis : axes) {
+        FailureOr<int64_t> n = normaliseAxis(im, axis, rank);
+        if (failed(n))
+          return failure();
+        axis = *n;
+      }
+    }
+  }
+  if (pads.size() != 2 * axes.size()) {
+    im.error() << "Pad needs " << 2 * axes.size() << " pads, got "
+               << pads.size();
+    return failure();
+  }
+  FailureOr<Value> v = im.value(0);
+  if (failed(v))
+    return failure();
+  Value x = *v;
+  Type element = tensorType(x).getElementType();
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t axis = axes[k], before = pads[k], after = pads[k + axes.size()];
+    std::vector<int64_t> dims(tensorType(x).getShape());
+    std::string name = "axis" + std::to_string(axis);
+    // Negative pads crop.
+    if (before < 0 || after < 0) {
+      int64_t drop = std::max<int64_t>(0, -before) +
+                     std::max<int64_t>(0, -after);
+      if (drop >= dims[axis]) {
+        im.error() << "the pads remove every element of dimension " << axis;
+        return failure();
+      }
+      std::vector<int64_t> offsets(rank, 0), sizes = dims, steps(rank, 1);
+      offsets[axis] = std::max<int64_t>(0, -before);
+      sizes[axis] = dims[axis] - drop;
+      x = slice(im, x, offsets, sizes, steps, name + ".crop");
+      dims = sizes;
+    }
+    SmallVector<Value> parts;
+    auto block = [&](int64_t n, StringRef side) {
+      std::vector<int64_t> shape = dims;
+      shape[axis] = n;
+      auto type = RankedTensorType::get(shape, element);
+      mlir::Attribute fill = isa<FloatType>(element)
+                           ? mlir::Attribute(im.builder.getFloatAttr(element, value))
+                           : mlir::Attribute(im.builder.getIntegerAttr(
+                                 element, saturatingInt(value)));
+      return tg::ConstantOp::create(im.builder, im.loc(name + "." + side.str()),
+                                    type, DenseElementsAttr::get(type, fill));
+    };
+    if (before > 0)
+      parts.push_back(block(before, "before"));
+    parts.push_back(x);
+    if (after > 0)
+      parts.push_back(block(after, "after"));
+    if (parts.size() == 1)
+      continue;
+    dims[axis] += std::max<int64_t>(0, before) + std::max<int64_t>(0, after);
+    x = tg::ConcatOp::create(im.builder, im.loc(name),
+                             tensorType(x).clone(dims), parts,
+                             im.builder.getI64IntegerAttr(axis));
+  }
+  return defineResult(im, x);
+}
+
 } // namespace
 
 const llvm::StringMap<Converter> &mp::onnx::getConverters() {
@@ -1931,6 +2078,8 @@ const llvm::StringMap<Converter> &mp::onnx::getConverters() {
       {"Where", convertWhere},
       {"GatherElements", convertGatherElements},
       {"Trilu", convertTrilu},
+      {"Tile", convertTile},
+      {"Pad", convertPad},
   };
   return converters;
 }
@@ -1942,6 +2091,6 @@ bool mp::onnx::isConstantOperand(StringRef opType, unsigned input) {
       .Cases({"Reshape", "Expand", "Unsqueeze", "Squeeze", "Split", "Pow",
               "ReduceMean", "ReduceSum", "ReduceMax", "Range", "Tile"},
              true)
-      .Cases({"Slice", "Dropout", "Clip", "Trilu"}, true)
+      .Cases({"Slice", "Dropout", "Clip", "Trilu", "Pad"}, true)
       .Default(false);
 }
