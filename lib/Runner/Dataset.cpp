@@ -41,8 +41,12 @@ ModelShape runner::inspectModel(func::FuncOp step) {
     if (auto ce = dyn_cast<tg::SoftmaxCrossEntropyOp>(op))
       shape.classes = ce.getLogits().getType().getShape().back();
     if (auto gather = dyn_cast<tg::GatherOp>(op))
-      if (isa<BlockArgument>(gather.getIds()))
+      if (auto ids = dyn_cast<BlockArgument>(gather.getIds())) {
         shape.vocabulary = gather.getTable().getType().getShape().front();
+        if (auto name = step.getArgAttrOfType<StringAttr>(
+                ids.getArgNumber(), tg::TGDialect::kInputAttr))
+          shape.tokenInput = name.str();
+      }
     if (auto conv = dyn_cast<tg::Conv2dOp>(op))
       shape.channelsLast |= conv.getChannelsLast();
   });
@@ -93,6 +97,27 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
         "with --data=<name>=<file.npy>",
         why);
   };
+  // A token model's other [B, T] integer inputs are attention masks (1 for
+  // a token, 0 for padding).
+  std::vector<unsigned> masks;
+  if (inputs.size() > 1 && labels.size() == 1 && !model.tokenInput.empty()) {
+    auto ids = llvm::find_if(inputs, [&](unsigned k) {
+      return sig.arguments[k].name == model.tokenInput;
+    });
+    if (ids == inputs.end())
+      return unsupported("it has several inputs");
+    const StepArgument &tokens = sig.arguments[*ids];
+    for (unsigned k : inputs) {
+      const StepArgument &m = sig.arguments[k];
+      if (k == *ids)
+        continue;
+      if ((m.type != MP_I32 && m.type != MP_I64) || m.shape != tokens.shape)
+        return unsupported("its inputs other than the token ids must be "
+                           "integer masks of the ids' shape");
+      masks.push_back(k);
+    }
+    inputs.assign(1, *ids);
+  }
   if (inputs.size() != 1 || labels.size() != 1)
     return unsupported("it needs exactly one input and one label");
   const StepArgument &x = sig.arguments[inputs[0]];
@@ -106,7 +131,10 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
   evalSamples = std::max(batch, evalSamples / batch * batch);
   // Both splits of both arrays, checked before anything is allocated.
   uint64_t bytes = 0;
-  for (const StepArgument *a : {&x, &y}) {
+  std::vector<const StepArgument *> arrays{&x, &y};
+  for (unsigned k : masks)
+    arrays.push_back(&sig.arguments[k]);
+  for (const StepArgument *a : arrays) {
     std::optional<uint64_t> perBatch = checkedByteSize(a->type, a->shape);
     uint64_t samples = uint64_t(trainSamples) + uint64_t(evalSamples), all;
     if (!perBatch || __builtin_mul_overflow(*perBatch / batch, samples, &all) ||
@@ -229,8 +257,13 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
     return data;
   }
 
-  if (!floatInput && intLabel && x.shape == y.shape && x.shape.size() == 2) {
-    // Previous-token prediction over a random token stream.
+  bool perToken = x.shape == y.shape;
+  if (!floatInput && intLabel && x.shape.size() == 2 &&
+      (perToken || y.shape.size() == 1)) {
+    // Previous-token prediction over a random token stream, or (one label
+    // per sequence) the class of the first token. Masks pad each sequence
+    // by up to half its length, on the left for odd samples and on the
+    // right for even ones, as tokenizers of either side do.
     int64_t vocabulary = model.vocabulary, classes = model.classes;
     if (vocabulary < 2 || classes < 2)
       return unsupported("the vocabulary or class count could not be read "
@@ -238,6 +271,7 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
                          "tg.softmax_cross_entropy");
     int64_t length = x.shape[1];
     std::uniform_int_distribution<int64_t> token(0, vocabulary - 1);
+    std::uniform_int_distribution<int64_t> padding(0, length / 2);
     auto make = [&](int64_t n, std::map<unsigned, HostTensor> &split) {
       HostTensor xs(x.type, withSamples(x, n)), ys(y.type, withSamples(y, n));
       for (int64_t s = 0; s < n; ++s)
@@ -245,16 +279,34 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
           int64_t id = token(rng);
           xs.setInt(s * length + t, id);
           int64_t previous = t == 0 ? id : xs.getInt(s * length + t - 1);
-          ys.setInt(s * length + t, previous % classes);
+          if (perToken)
+            ys.setInt(s * length + t, previous % classes);
+          else if (t == 0)
+            ys.setInt(s, id % classes);
         }
+      for (unsigned k : masks) {
+        HostTensor ms(sig.arguments[k].type,
+                      withSamples(sig.arguments[k], n));
+        for (int64_t s = 0; s < n; ++s) {
+          int64_t pad = padding(rng);
+          for (int64_t t = 0; t < length; ++t)
+            ms.setInt(s * length + t,
+                      s % 2 ? t >= pad : t < length - pad);
+        }
+        split[k] = std::move(ms);
+      }
       split[inputs[0]] = std::move(xs);
       split[labels[0]] = std::move(ys);
     };
     make(trainSamples, data.train);
     make(evalSamples, data.eval);
-    data.description = "synthetic sequences: predict the previous token (" +
-                       std::to_string(vocabulary) + " tokens, length " +
-                       std::to_string(length) + ")";
+    data.description =
+        std::string("synthetic sequences: ") +
+        (perToken ? "predict the previous token"
+                  : "classify by the first token") +
+        " (" + std::to_string(vocabulary) + " tokens, length " +
+        std::to_string(length) +
+        (masks.empty() ? "" : ", padded masks") + ")";
     return data;
   }
 

@@ -63,6 +63,8 @@ struct Dataset {
 struct ModelShape {
   int64_t classes = 0;
   int64_t vocabulary = 0;
+  /// The tg.input whose token ids the embedding gathers ("input_ids").
+  std::string tokenInput;
   /// Whether the convolutions of an image model read NHWC.
   bool channelsLast = false;
 };
