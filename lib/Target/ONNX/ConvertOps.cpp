@@ -1759,6 +1759,16 @@ LogicalResult convertLogic(Importer &im) {
   return defineResult(im, result, DataType::Bool);
 }
 
+/// IsNaN(x) = x != x (the NaN guard of exported scaled dot-product
+/// attention).
+LogicalResult convertIsNaN(Importer &im) {
+  FailureOr<Value> x = floatInput(im, 0);
+  if (failed(x))
+    return failure();
+  return defineResult(im, compare(im, tg::ComparePredicate::ne, *x, *x),
+                      DataType::Bool);
+}
+
 LogicalResult convertWhere(Importer &im) {
   FailureOr<Value> cond = im.value(0), x = im.value(1), y = im.value(2);
   if (failed(cond) || failed(x) || failed(y))
@@ -2076,6 +2086,7 @@ const llvm::StringMap<Converter> &mp::onnx::getConverters() {
       {"Xor", convertLogic},
       {"Not", convertLogic},
       {"Where", convertWhere},
+      {"IsNaN", convertIsNaN},
       {"GatherElements", convertGatherElements},
       {"Trilu", convertTrilu},
       {"Tile", convertTile},
