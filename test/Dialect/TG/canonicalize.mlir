@@ -160,3 +160,33 @@ func.func @dead_code(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %1 = tg.softmax %0 axis = 1 : (tensor<2x2xf32>) -> tensor<2x2xf32>
   return %0 : tensor<2x2xf32>
 }
+
+// -----
+
+// A select by a splat constant condition is the branch it picks, broadcast
+// to the result (the And of an attention mask with an all-true pattern).
+// CHECK-LABEL: func @select_splat_condition
+// CHECK-SAME: (%[[M:.*]]: tensor<4x1x1x16xi1>, %[[A:.*]]: tensor<4x16xf32>, %[[B:.*]]: tensor<4x16xf32>)
+// CHECK-NOT: tg.select
+// CHECK: %[[W:.*]] = tg.broadcast_to %[[M]] : (tensor<4x1x1x16xi1>) -> tensor<4x1x16x16xi1>
+// CHECK: return %[[W]], %[[B]]
+func.func @select_splat_condition(%m: tensor<4x1x1x16xi1>, %a: tensor<4x16xf32>, %b: tensor<4x16xf32>)
+    -> (tensor<4x1x16x16xi1>, tensor<4x16xf32>) {
+  %true = tg.constant dense<true> : tensor<1x1x16x1xi1>
+  %false = tg.constant dense<false> : tensor<i1>
+  %0 = tg.select %true, %m, %false : (tensor<1x1x16x1xi1>, tensor<4x1x1x16xi1>, tensor<i1>) -> tensor<4x1x16x16xi1>
+  %no = tg.constant dense<false> : tensor<4x16xi1>
+  %1 = tg.select %no, %a, %b : (tensor<4x16xi1>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %0, %1 : tensor<4x1x16x16xi1>, tensor<4x16xf32>
+}
+
+// -----
+
+// A condition known only at run time stays.
+// CHECK-LABEL: func @select_runtime_condition
+// CHECK: tg.select
+func.func @select_runtime_condition(%c: tensor<4xi1>, %a: tensor<4xf32>) -> tensor<4xf32> {
+  %zero = tg.constant dense<0.0> : tensor<f32>
+  %0 = tg.select %c, %a, %zero : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

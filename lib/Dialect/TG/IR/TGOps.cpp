@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/STLExtras.h"
@@ -174,6 +175,20 @@ bool MatmulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
+
+LogicalResult SelectOp::canonicalize(SelectOp op, PatternRewriter &rewriter) {
+  DenseElementsAttr condition;
+  if (!matchPattern(op.getCondition(), m_Constant(&condition)) ||
+      !condition.isSplat())
+    return failure();
+  Value picked = condition.getSplatValue<bool>() ? op.getOnTrue()
+                                                 : op.getOnFalse();
+  if (picked.getType() == op.getType())
+    rewriter.replaceOp(op, picked);
+  else
+    rewriter.replaceOpWithNewOp<BroadcastToOp>(op, op.getType(), picked);
+  return success();
+}
 
 OpFoldResult NegOp::fold(FoldAdaptor) {
   // -(-x) == x exactly in every floating-point format.

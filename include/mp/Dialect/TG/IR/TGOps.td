@@ -492,7 +492,9 @@ def TG_SelectOp : TG_Op<"select", [Pure, InferTypeOpAdaptor,
 
     The gradient flows to `on_true` where the condition holds and to
     `on_false` elsewhere (summed over broadcast dimensions); the condition
-    has none.
+    has none. A select by a constant condition that is the same everywhere
+    canonicalizes to the branch it picks (broadcast to the result's shape),
+    as the `And` of a mask with an all-true pattern imports.
 
     ```mlir
     %masked = tg.select %keep, %scores, %lowest
@@ -503,6 +505,7 @@ def TG_SelectOp : TG_Op<"select", [Pure, InferTypeOpAdaptor,
   let arguments = (ins TG_MaskTensor:$condition, TG_AnyTensor:$on_true,
                        TG_AnyTensor:$on_false);
   let results = (outs TG_AnyTensor:$result);
+  let hasCanonicalizeMethod = 1;
   let assemblyFormat = [{
     $condition `,` $on_true `,` $on_false attr-dict `:`
     functional-type(operands, results)
