@@ -284,7 +284,6 @@ LogicalResult convertCast(Importer &im, DataType to) {
   Type from = tensorType(*v).getElementType();
   if (from == *element)
     return defineResult(im, *v, to);
-  (void)from;
   return defineResult(im,
                       tg::CastOp::create(im.builder, im.loc(),
                                          tensorType(*v).clone(*element), *v),
