@@ -289,9 +289,13 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
                       withSamples(sig.arguments[k], n));
         for (int64_t s = 0; s < n; ++s) {
           int64_t pad = padding(rng);
-          for (int64_t t = 0; t < length; ++t)
-            ms.setInt(s * length + t,
-                      s % 2 ? t >= pad : t < length - pad);
+          for (int64_t t = 0; t < length; ++t) {
+            bool token = s % 2 ? t >= pad : t < length - pad;
+            ms.setInt(s * length + t, token);
+            // Padding has no next-token label.
+            if (perToken && !token)
+              ys.setInt(s * length + t, kIgnoredLabel);
+          }
         }
         split[k] = std::move(ms);
       }
@@ -459,7 +463,7 @@ llvm::Error runner::checkLabels(const StepSignature &sig,
       int64_t batch = a.shape.empty() ? 1 : a.shape[0];
       for (int64_t i = 0, e = array.numElements(); i < e; ++i) {
         int64_t label = array.getInt(i);
-        if (label >= 0 && label < model.classes)
+        if ((label >= 0 && label < model.classes) || label == kIgnoredLabel)
           continue;
         int64_t sample = i / perSample;
         auto source = sources.find(arg);
@@ -479,7 +483,7 @@ llvm::Error runner::checkLabels(const StepSignature &sig,
         return createStringError(
             std::errc::invalid_argument,
             "%s: %s has label %lld, outside [0, %lld) (the classes of the "
-            "logits); %s",
+            "logits) and not -100 (an ignored position); %s",
             where.c_str(), at.c_str(), (long long)label,
             (long long)model.classes, use.c_str());
       }

@@ -266,12 +266,17 @@ Trainer::evaluate(const Dataset &data, int64_t maxSamples,
     if (llvm::Error err = executor->finish())
       return std::move(err);
     for (int64_t i = 0; i < labels.numElements(); ++i) {
+      // Ignored positions (a label outside [0, classes), such as -100 on
+      // padding) are not scored, as the loss does not count them.
+      int64_t label = labels.getInt(i);
+      if (label < 0 || label >= classes)
+        continue;
       int64_t best = 0;
       for (int64_t c = 1; c < classes; ++c)
         if (logits.getFloat(i * classes + c) >
             logits.getFloat(i * classes + best))
           best = c;
-      correct.push_back(best == labels.getInt(i));
+      correct.push_back(best == label);
     }
     progress(b + 1, batches);
   }

@@ -896,6 +896,8 @@ void testElementwise(std::mt19937_64 &rng) {
        [](double x) { return 1 / std::sqrt(x); }, zero},
       {"square", MP_SQUARE, -4, 4, [](double x) { return x * x; }, zero},
       {"erf", MP_ERF, -3, 3, [](double x) { return std::erf(x); }, zero},
+      {"sin", MP_SIN, -6, 6, [](double x) { return std::sin(x); }, absx},
+      {"cos", MP_COS, -6, 6, [](double x) { return std::cos(x); }, absx},
   };
   const int n = 4096;
   for (const Unary &op : unaries) {
@@ -1554,7 +1556,61 @@ void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
   }
 }
 
+void testCumSum(std::mt19937_64 &rng) {
+  // Every axis and flag combination against a float64 reference, stored and
+  // computed in f64 and in f32 (f32: a running sum of n terms is within
+  // n * u of the sum of their magnitudes).
+  for (mpElementType t : {MP_F64, MP_F32}) {
+    bool ok = true;
+    double worst = 0;
+    for (int64_t axis : {0, 1, 2})
+      for (int flags = 0; flags < 4; ++flags) {
+        int exclusive = flags & 1, reverse = flags >> 1;
+        F64 x({4, 5, 6}, rng);
+        std::vector<double> y(x.v.size());
+        std::vector<float> xf(x.v.begin(), x.v.end()), yf(x.v.size());
+        mpTensor X = t == MP_F64 ? x.t()
+                                 : tensorOfShape(xf.data(), MP_F32, x.shape),
+                 Y = t == MP_F64 ? tensorOfShape(y.data(), MP_F64, x.shape)
+                                 : tensorOfShape(yf.data(), MP_F32, x.shape);
+        ok &= mpCumSum(&X, &Y, axis, exclusive, reverse, t) == MP_OK;
+        int64_t len = x.shape[axis], inner = 1;
+        for (int64_t d = axis + 1; d < 3; ++d)
+          inner *= x.shape[d];
+        double u = t == MP_F64 ? 0x1p-53 : 0x1p-24;
+        for (size_t k = 0; k < x.v.size(); ++k) {
+          int64_t pos = (int64_t(k) / inner) % len;
+          size_t first = k - pos * inner;
+          double sum = 0, mag = 0;
+          for (int64_t j = 0; j < len; ++j) {
+            bool before = reverse ? j > pos : j < pos;
+            if (before || (!exclusive && j == pos)) {
+              double v = t == MP_F64 ? x.v[first + j * inner]
+                                     : double(xf[first + j * inner]);
+              sum += v;
+              mag += std::fabs(v);
+            }
+          }
+          double got = t == MP_F64 ? y[k] : double(yf[k]);
+          double err = std::fabs(got - sum), bound = (len + 1) * u * mag;
+          worst = std::max(worst, mag > 0 ? err / (u * mag) : err);
+          ok &= err <= bound;
+        }
+      }
+    check(ok, std::string("cumsum in ") + (t == MP_F64 ? "f64" : "f32") +
+                  " matches float64 on every axis, inclusive and exclusive, "
+                  "forward and reverse (worst error " + sci(worst) +
+                  " x u x sum|x|)");
+  }
+  float one = 1, out = 0;
+  mpTensor A = tensorOfShape(&one, MP_F32, {1}),
+           B = tensorOfShape(&out, MP_F32, {1});
+  check(mpCumSum(&A, &B, 1, 0, 0, MP_F32) == MP_ERROR_INVALID_ARGUMENT,
+        "cumsum rejects an axis out of range");
+}
+
 void testSoftmaxFamily(std::mt19937_64 &rng) {
+  testCumSum(rng);
   const double fdTol = 1e-6; // central differences: O(h^2) + O(eps / h)
   // Gradient checks in f64: softmax and log-softmax along two axes.
   for (int logSm = 0; logSm < 2; ++logSm)
@@ -1628,11 +1684,14 @@ void testSoftmaxFamily(std::mt19937_64 &rng) {
              DL = tensorOfShape(&dloss, MP_F64, {}),
              DLG = tensorOfShape(dlogits.data(), MP_F64, {4, 3, 6});
     mpSoftmaxCrossEntropy(&L, &Y, &LS, MP_F64);
-    // Reference: mean over the 12 positions; labels 7 and -1 contribute 0.
+    // Reference: mean over the 10 labelled positions; labels 7 and -1 are
+    // ignored.
     double ref = 0;
+    int counted = 0;
     for (int r = 0; r < 12; ++r) {
       if (labels[r] < 0 || labels[r] >= 6)
         continue;
+      ++counted;
       double mx = -INFINITY, sum = 0;
       for (int c = 0; c < 6; ++c)
         mx = std::max(mx, logits.v[r * 6 + c]);
@@ -1640,10 +1699,10 @@ void testSoftmaxFamily(std::mt19937_64 &rng) {
         sum += std::exp(logits.v[r * 6 + c] - mx);
       ref += std::log(sum) + mx - logits.v[r * 6 + labels[r]];
     }
-    ref /= 12;
-    check(std::fabs(loss - ref) <= 1e-14 * std::fabs(ref),
-          "softmax_cross_entropy matches its definition (out-of-range "
-          "labels contribute 0 to the mean)");
+    ref /= counted;
+    check(counted == 10 && std::fabs(loss - ref) <= 1e-14 * std::fabs(ref),
+          "softmax_cross_entropy matches its definition (the mean over the "
+          "labelled positions; out-of-range labels are ignored)");
     mpSoftmaxCrossEntropyGrad(&DL, &L, &Y, &DLG, MP_F64);
     double err = finiteDifferenceError(logits.v, dlogits, [&] {
       double l = 0;
@@ -1653,6 +1712,21 @@ void testSoftmaxFamily(std::mt19937_64 &rng) {
     });
     check(err < fdTol, "softmax_cross_entropy_grad matches finite "
                        "differences in f64 (error " + sci(err) + ")");
+    bool ignoredZero = true;
+    for (int r : {3, 10})
+      for (int c = 0; c < 6; ++c)
+        ignoredZero &= dlogits[r * 6 + c] == 0;
+    check(ignoredZero, "softmax_cross_entropy_grad is 0 on ignored positions");
+    // Nothing labelled: a loss and a gradient of 0, not NaN.
+    std::vector<int32_t> none(12, -100);
+    mpTensor N = tensorOfShape(none.data(), MP_I32, {4, 3});
+    mpSoftmaxCrossEntropy(&L, &N, &LS, MP_F64);
+    mpSoftmaxCrossEntropyGrad(&DL, &L, &N, &DLG, MP_F64);
+    bool allZero = loss == 0;
+    for (double g : dlogits)
+      allZero &= g == 0;
+    check(allZero, "softmax_cross_entropy with every position ignored: loss "
+                   "and gradient 0");
   }
   {
     F64 pred({5, 4}, rng), target({5, 4}, rng);

@@ -13,7 +13,9 @@
 //     model alone.
 //   - sequences: token ids uniform in the vocabulary; the label at position
 //     t is the token at t - 1 (at 0, the token itself), modulo the classes:
-//     it needs attention to the previous position.
+//     it needs attention to the previous position. Attention masks pad
+//     sequences on either side; padded positions are labelled -100
+//     (ignored).
 //   - regression: x ~ N(0, 1), target = tanh(x A) for a fixed random A.
 //   - images (a rank-4 input): noise with one class's fixed random 5x5
 //     pattern added at a random position; the label is the class. Learnable
@@ -85,10 +87,15 @@ llvm::Expected<Dataset> loadNpyDataset(const StepSignature &sig,
                                        llvm::ArrayRef<std::string> specs,
                                        llvm::ArrayRef<std::string> evalSpecs);
 
-/// Checks that every class label of `data` lies in [0, classes): a label
-/// outside would contribute nothing to the loss and silently give
-/// accuracy 0. The error names the file, the sample (and position), the
-/// step that first reads it and the position in its batch.
+/// The label that marks a position to ignore (padding), as Hugging Face and
+/// PyTorch's cross-entropy use it: the loss and the accuracy skip it.
+constexpr int64_t kIgnoredLabel = -100;
+
+/// Checks that every class label of `data` lies in [0, classes) or is
+/// kIgnoredLabel: any other label would be ignored by the loss too, and is
+/// far more often a mistake (labels counted from 1, too few classes) than
+/// meant. The error names the file, the sample (and position), the step that
+/// first reads it and the position in its batch.
 llvm::Error checkLabels(const StepSignature &sig, const ModelShape &model,
                         const Dataset &data);
 

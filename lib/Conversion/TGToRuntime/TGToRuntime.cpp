@@ -474,6 +474,8 @@ mpUnaryKind kindOf(SqrtOp) { return MP_SQRT; }
 mpUnaryKind kindOf(RsqrtOp) { return MP_RSQRT; }
 mpUnaryKind kindOf(SquareOp) { return MP_SQUARE; }
 mpUnaryKind kindOf(ErfOp) { return MP_ERF; }
+mpUnaryKind kindOf(SinOp) { return MP_SIN; }
+mpUnaryKind kindOf(CosOp) { return MP_COS; }
 mpUnaryKind kindOf(GeluOp op) {
   return op.getTanhApprox() ? MP_GELU_TANH : MP_GELU;
 }
@@ -610,7 +612,7 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             return success();
           })
           .Case<NegOp, ReluOp, TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp,
-                RsqrtOp, SquareOp, ErfOp, GeluOp>([&](auto o) {
+                RsqrtOp, SquareOp, ErfOp, SinOp, CosOp, GeluOp>([&](auto o) {
             unary(kindOf(o), o.getInput(), computeOf(o));
             return success();
           })
@@ -655,6 +657,17 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
           .Case([&](LogSoftmaxGradOp o) {
             softmaxGrad(true, o.getAxis(), o.getGrad(), o.getOutput(),
                         computeOf(o));
+            return success();
+          })
+          .Case([&](CumSumOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getAxis());
+            c.i(o.getExclusive());
+            c.i(o.getReverse());
+            c.type(computeOf(o));
+            c.tensor(operand(o.getInput()));
+            c.tensor(out[0]);
+            c.call("cumsum", module);
             return success();
           })
           .Case([&](ReduceSumOp o) {

@@ -778,7 +778,48 @@ LogicalResult convertExpand(Importer &im) {
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
+/// `v` converted to element type `element` (itself if it has it).
+Value convertTo(Importer &im, Value v, Type element, StringRef suffix) {
+  RankedTensorType type = tensorType(v);
+  if (type.getElementType() == element)
+    return v;
+  return tg::CastOp::create(im.builder, im.loc(suffix), type.clone(element),
+                            v);
+}
+
+/// Whether input `k` is a runtime integer tensor (not bool).
+bool isIntegerInput(Importer &im, unsigned k) {
+  FailureOr<Value> v = im.value(k);
+  if (failed(v))
+    return false;
+  auto integer = dyn_cast<IntegerType>(tensorType(*v).getElementType());
+  return integer && integer.getWidth() > 1;
+}
+
+/// Integer arithmetic on runtime values (RoBERTa's position ids): tg
+/// computes on floating-point tensors, so the operands go to f64, which
+/// holds every integer below 2^53 exactly, and the result comes back,
+/// truncated (as ONNX's integer Div truncates). Mixed precision leaves f64
+/// alone.
+template <typename Op> LogicalResult convertIntegerBinary(Importer &im) {
+  Value lhs = *im.value(0), rhs = *im.value(1);
+  Type element = tensorType(lhs).getElementType();
+  if (tensorType(rhs).getElementType() != element) {
+    im.error() << "operands of different element types (" << element << ", "
+               << tensorType(rhs).getElementType() << ")";
+    return failure();
+  }
+  Type f64 = im.builder.getF64Type();
+  Value y = binary<Op>(im, convertTo(im, lhs, f64, "lhs_f64"),
+                       convertTo(im, rhs, f64, "rhs_f64"), "f64");
+  if (!y)
+    return failure();
+  return defineResult(im, convertTo(im, y, element, ""));
+}
+
 template <typename Op> LogicalResult convertBinary(Importer &im) {
+  if (isIntegerInput(im, 0) && isIntegerInput(im, 1))
+    return convertIntegerBinary<Op>(im);
   FailureOr<Value> lhs = floatInput(im, 0), rhs = floatInput(im, 1);
   if (failed(lhs) || failed(rhs))
     return failure();
@@ -1165,62 +1206,6 @@ LogicalResult convertDropout(Importer &im) {
       im.builder.getF32FloatAttr(float(ratio)),
       im.builder.getI64IntegerAttr(im.nextDropoutStream()), nullptr);
   im.define(0, y, im.inputType(0));
-  return success();
-}
-
-LogicalResult convertSoftmaxCrossEntropyLoss(Importer &im) {
-  FailureOr<Value> scores = floatInput(im, 0);
-  FailureOr<Value> labels = im.value(1);
-  if (failed(scores) || failed(labels))
-    return failure();
-  if (im.hasInput(2)) {
-    im.error() << "class weights are not supported";
-    return failure();
-  }
-  for (const mp::onnx::Attribute &a : im.node().attributes)
-    if (a.name == "ignore_index") {
-      im.error() << "ignore_index is not supported (tg's loss averages over "
-                    "every position)";
-      return failure();
-    }
-  std::string reduction = im.attrString("reduction", "mean");
-  if (reduction != "mean" && reduction != "sum") {
-    im.error() << "reduction '" << reduction
-               << "' is not supported (mean and sum are)";
-    return failure();
-  }
-  auto st = tensorType(*scores), lt = tensorType(*labels);
-  if (!isa<IntegerType>(lt.getElementType()) || st.getRank() < 2 ||
-      lt.getRank() != st.getRank() - 1) {
-    im.error() << "needs scores [N, C, ...] and integer labels [N, ...], got "
-               << st << " and " << lt;
-    return failure();
-  }
-  // Classes last, as tg.softmax_cross_entropy takes them.
-  SmallVector<int64_t> perm{0};
-  for (int64_t d = 2; d < st.getRank(); ++d)
-    perm.push_back(d);
-  perm.push_back(1);
-  Value logits = transpose(im, *scores, perm, "classes_last");
-  Type element = st.getElementType();
-  Type lossElement = element.isF64() ? element : im.builder.getF32Type();
-  Value loss = tg::SoftmaxCrossEntropyOp::create(
-      im.builder, im.loc(), RankedTensorType::get({}, lossElement), logits,
-      *labels, nullptr);
-  if (reduction == "sum")
-    loss = scaleBy(im, loss, double(lt.getNumElements()), "sum");
-  if (lossElement != element)
-    loss = tg::CastOp::create(im.builder, im.loc("cast"),
-                              RankedTensorType::get({}, element), loss);
-  im.define(0, loss, im.inputType(0));
-  im.lossValues.insert(im.node().outputs[0]);
-  if (im.isOutputUsed(1))
-    im.define(1,
-              tg::LogSoftmaxOp::create(im.builder, im.loc("log_prob"), st,
-                                       *scores,
-                                       im.builder.getI64IntegerAttr(1),
-                                       nullptr),
-              im.inputType(0));
   return success();
 }
 
@@ -1778,10 +1763,65 @@ LogicalResult convertWhere(Importer &im) {
 /// GatherElements of known data by known indices (the token-type and
 /// position buffers of exported transformers); runtime tensors are not
 /// supported yet.
+/// GatherElements of known data that does not vary along the axis (RoBERTa
+/// gathers its all-zero token-type buffer with runtime position ids): the
+/// result does not depend on the indices, only on their shape.
+LogicalResult gatherUniformElements(Importer &im, const Known &data,
+                                    int64_t axis) {
+  FailureOr<Value> indices = im.value(1);
+  if (failed(indices))
+    return failure();
+  std::vector<int64_t> dims(tensorType(*indices).getShape());
+  int64_t rank = data.dims.size();
+  if (axis < -rank || axis >= rank || int64_t(dims.size()) != rank) {
+    im.error() << "the axis or the indices' rank does not fit the data";
+    return failure();
+  }
+  if (axis < 0)
+    axis += rank;
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * data.dims[d + 1];
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && dims[d] > data.dims[d]) {
+      im.error() << "the indices exceed the data in dimension " << d;
+      return failure();
+    }
+  for (int64_t k = 0, n = data.size(); k < n; ++k) {
+    int64_t along = (k / strides[axis]) % data.dims[axis];
+    int64_t first = k - along * strides[axis];
+    if (data.getFloat(k) != data.getFloat(first)) {
+      im.error() << "GatherElements with runtime indices is supported where "
+                    "the data is known and the same along the axis; this "
+                    "data varies along it";
+      return failure();
+    }
+  }
+  Known out = Known::zeros(data.type, dims);
+  std::vector<int64_t> coord(rank);
+  for (int64_t k = 0, n = out.size(); k < n; ++k) {
+    int64_t rest = k, at = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      coord[d] = rest % dims[d];
+      rest /= dims[d];
+    }
+    for (int64_t d = 0; d < rank; ++d)
+      at += (d == axis ? 0 : coord[d]) * strides[d];
+    if (data.isFloat())
+      out.set(k, data.f[at]);
+    else
+      out.setInt(k, data.i[at]);
+  }
+  im.define(0, std::move(out));
+  return success();
+}
+
 LogicalResult convertGatherElements(Importer &im) {
   const Known *data = im.known(0), *indices = im.known(1);
+  if (data && !indices)
+    return gatherUniformElements(im, *data, im.attrInt("axis", 0));
   if (!data || !indices) {
-    im.error() << "GatherElements is supported on values known while "
+    im.error() << "GatherElements is supported on data known while "
                   "importing (constants and shapes)";
     return failure();
   }
@@ -2013,6 +2053,223 @@ LogicalResult convertPad(Importer &im) {
   return defineResult(im, x);
 }
 
+//===----------------------------------------------------------------------===//
+// Losses with ignored positions and class weights
+//===----------------------------------------------------------------------===//
+
+/// The sum of `v` over `axes`, those dimensions removed.
+Value sumOver(Importer &im, Value v, ArrayRef<int64_t> axes,
+              StringRef suffix) {
+  RankedTensorType type = tensorType(v);
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(axes, d))
+      kept.push_back(type.getDimSize(d));
+  return tg::ReduceSumOp::create(im.builder, im.loc(suffix), type.clone(kept),
+                                 v, im.builder.getDenseI64ArrayAttr(axes),
+                                 nullptr, nullptr);
+}
+
+/// 1 where `labels` is in [0, classes), else 0, in `element`.
+Value labelledMask(Importer &im, Value labels, int64_t classes,
+                   Type element) {
+  auto bound = [&](tg::ComparePredicate p, int64_t b, StringRef name) {
+    Value c = compare(
+        im, p, labels,
+        im.constant(Known::ints({b}, {}, im.inputType(1)), name), name);
+    return c ? Value(tg::CastOp::create(im.builder, im.loc(name),
+                                        tensorType(c).clone(element), c))
+             : Value();
+  };
+  Value lo = bound(tg::ComparePredicate::ge, 0, "labelled_lo");
+  Value hi = bound(tg::ComparePredicate::lt, classes, "labelled_hi");
+  return lo && hi ? binary<tg::MulOp>(im, lo, hi, "labelled") : Value();
+}
+
+/// SoftmaxCrossEntropyLoss with class weights or reduction "none", as
+/// log_softmax and a one-hot mask: per position, l = -w[y] * logp[y] with
+/// w[y] = 0 where y is ignored or out of range; "mean" divides the sum of l
+/// by the sum of w[y] (NaN when every position is ignored, as in ONNX and
+/// PyTorch).
+Value weightedCrossEntropy(Importer &im, Value logits, Value labels,
+                           Value weights, StringRef reduction) {
+  auto lt = tensorType(labels), st = tensorType(logits);
+  int64_t classes = st.getShape().back();
+  Type element = st.getElementType();
+  std::vector<int64_t> ids(classes);
+  std::iota(ids.begin(), ids.end(), 0);
+  SmallVector<int64_t> column(lt.getShape());
+  column.push_back(1);
+  Value oneHot = compare(
+      im, tg::ComparePredicate::eq, reshape(im, labels, column, "column"),
+      im.constant(Known::ints(ids, {classes}, im.inputType(1)), "classes"),
+      "one_hot");
+  if (!oneHot)
+    return {};
+  Value w = tg::CastOp::create(im.builder, im.loc("one_hot_weight"),
+                               tensorType(oneHot).clone(element), oneHot);
+  if (weights)
+    w = binary<tg::MulOp>(im, w, weights, "class_weight");
+  if (!w)
+    return {};
+  int64_t last = st.getRank() - 1;
+  Value logp = tg::LogSoftmaxOp::create(im.builder, im.loc("log_prob"), st,
+                                        logits,
+                                        im.builder.getI64IntegerAttr(last),
+                                        nullptr);
+  Value picked = binary<tg::MulOp>(im, w, logp, "picked");
+  if (!picked)
+    return {};
+  Value perPosition = tg::NegOp::create(
+      im.builder, im.loc("nll"), lt.clone(element),
+      sumOver(im, picked, {last}, "picked_sum"), nullptr);
+  if (reduction == "none")
+    return perPosition;
+  auto all = llvm::to_vector(llvm::seq<int64_t>(0, lt.getRank()));
+  Value total = sumOver(im, perPosition, all, "total");
+  if (reduction == "sum")
+    return total;
+  return binary<tg::DivOp>(im, total, sumOver(im, w, all, "weight_sum"),
+                           "mean");
+}
+
+/// SoftmaxCrossEntropyLoss. Without class weights and with reduction mean
+/// or sum it is one tg.softmax_cross_entropy, whose mean is over the
+/// positions with a label in [0, C): an ignore_index outside that range
+/// (Hugging Face's -100) needs nothing more, one inside it is moved out by a
+/// select. With weights, or reduction "none", it is decomposed
+/// (weightedCrossEntropy).
+LogicalResult convertSoftmaxCrossEntropyLoss(Importer &im) {
+  FailureOr<Value> scores = floatInput(im, 0);
+  FailureOr<Value> labels = im.value(1);
+  if (failed(scores) || failed(labels))
+    return failure();
+  Value weights;
+  if (im.hasInput(2)) {
+    FailureOr<Value> w = floatInput(im, 2);
+    if (failed(w))
+      return failure();
+    weights = *w;
+  }
+  std::optional<int64_t> ignore;
+  for (const mp::onnx::Attribute &a : im.node().attributes)
+    if (a.name == "ignore_index")
+      ignore = im.attrInt("ignore_index", 0);
+  std::string reduction = im.attrString("reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") {
+    im.error() << "reduction '" << reduction
+               << "' is not one of mean, sum and none";
+    return failure();
+  }
+  auto st = tensorType(*scores), lt = tensorType(*labels);
+  if (!isa<IntegerType>(lt.getElementType()) || st.getRank() < 2 ||
+      lt.getRank() != st.getRank() - 1 ||
+      lt.getShape()[0] != st.getShape()[0] ||
+      lt.getShape().drop_front() != st.getShape().drop_front(2)) {
+    im.error() << "needs scores [N, C, ...] and integer labels [N, ...], got "
+               << st << " and " << lt;
+    return failure();
+  }
+  int64_t classes = st.getDimSize(1);
+  Type element = st.getElementType();
+  if (weights &&
+      (tensorType(weights).getShape() != ArrayRef<int64_t>{classes} ||
+       tensorType(weights).getElementType() != element)) {
+    im.error() << "needs class weights of type " << st.clone({classes})
+               << ", got " << tensorType(weights);
+    return failure();
+  }
+  // Classes last, as tg.softmax_cross_entropy takes them.
+  SmallVector<int64_t> perm{0};
+  for (int64_t d = 2; d < st.getRank(); ++d)
+    perm.push_back(d);
+  perm.push_back(1);
+  Value logits = transpose(im, *scores, perm, "classes_last");
+  Value y = *labels;
+  if (ignore && *ignore >= 0 && *ignore < classes) {
+    Value ignored = im.constant(Known::ints({*ignore}, {}, im.inputType(1)),
+                                "ignore_index");
+    Value none = im.constant(Known::ints({-1}, {}, im.inputType(1)),
+                             "no_class");
+    y = select(im, compare(im, tg::ComparePredicate::eq, y, ignored, "ignored"),
+               none, y, "labels");
+    if (!y)
+      return failure();
+  }
+  Value loss;
+  if (weights || reduction == "none") {
+    loss = weightedCrossEntropy(im, logits, y, weights, reduction);
+    if (!loss)
+      return failure();
+  } else {
+    Type lossElement = element.isF64() ? element : im.builder.getF32Type();
+    loss = tg::SoftmaxCrossEntropyOp::create(
+        im.builder, im.loc(), RankedTensorType::get({}, lossElement), logits,
+        y, nullptr);
+    if (reduction == "sum" && !ignore) {
+      loss = scaleBy(im, loss, double(lt.getNumElements()), "sum");
+    } else if (reduction == "sum") {
+      // The mean times the number of labelled positions.
+      Value labelled = labelledMask(im, y, classes, lossElement);
+      if (!labelled)
+        return failure();
+      auto all = llvm::to_vector(llvm::seq<int64_t>(0, lt.getRank()));
+      loss = binary<tg::MulOp>(im, loss,
+                               sumOver(im, labelled, all, "labelled_count"),
+                               "sum");
+    }
+    if (lossElement != element)
+      loss = tg::CastOp::create(im.builder, im.loc("cast"),
+                                RankedTensorType::get({}, element), loss);
+  }
+  im.define(0, loss, im.inputType(0));
+  im.lossValues.insert(im.node().outputs[0]);
+  if (im.isOutputUsed(1))
+    im.define(1,
+              tg::LogSoftmaxOp::create(im.builder, im.loc("log_prob"), st,
+                                       *scores,
+                                       im.builder.getI64IntegerAttr(1),
+                                       nullptr),
+              im.inputType(0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Running sums
+//===----------------------------------------------------------------------===//
+
+/// CumSum along a constant axis; integer tensors are summed in f64 (exact
+/// below 2^53) and converted back.
+LogicalResult convertCumSum(Importer &im) {
+  FailureOr<Value> x = im.value(0);
+  FailureOr<const Known *> axisInput = im.requireKnown(1, "the axis");
+  if (failed(x) || failed(axisInput))
+    return failure();
+  std::vector<int64_t> axes = (*axisInput)->toInts();
+  RankedTensorType type = tensorType(*x);
+  if (axes.size() != 1) {
+    im.error() << "the axis must be one integer, got " << axes.size();
+    return failure();
+  }
+  FailureOr<int64_t> axis = normaliseAxis(im, axes[0], type.getRank());
+  if (failed(axis))
+    return failure();
+  Type element = type.getElementType();
+  bool integer = isa<IntegerType>(element);
+  if (element.isInteger(1)) {
+    im.error() << "input #0 is a boolean tensor; CumSum sums numbers";
+    return failure();
+  }
+  Value in = integer ? convertTo(im, *x, im.builder.getF64Type(), "f64") : *x;
+  UnitAttr unit = im.builder.getUnitAttr();
+  Value y = tg::CumSumOp::create(
+      im.builder, im.loc(integer ? "f64_sum" : ""), in.getType(), in,
+      im.builder.getI64IntegerAttr(*axis),
+      im.attrInt("exclusive", 0) ? unit : UnitAttr(),
+      im.attrInt("reverse", 0) ? unit : UnitAttr(), nullptr);
+  return defineResult(im, convertTo(im, y, element, ""));
+}
+
 } // namespace
 
 const llvm::StringMap<Converter> &mp::onnx::getConverters() {
@@ -2035,6 +2292,9 @@ const llvm::StringMap<Converter> &mp::onnx::getConverters() {
       {"Sqrt", convertUnary<tg::SqrtOp>},
       {"Neg", convertUnary<tg::NegOp>},
       {"Erf", convertUnary<tg::ErfOp>},
+      {"Sin", convertUnary<tg::SinOp>},
+      {"CumSum", convertCumSum},
+      {"Cos", convertUnary<tg::CosOp>},
       {"Reciprocal", convertReciprocal},
       {"MatMul", convertMatMul},
       {"Gemm", convertGemm},

@@ -68,6 +68,10 @@ T unary(mpUnaryKind kind, T x) {
     return x * x;
   case MP_ERF:
     return std::erf(x);
+  case MP_SIN:
+    return std::sin(x);
+  case MP_COS:
+    return std::cos(x);
   }
   return x;
 }
@@ -264,7 +268,7 @@ bool fastBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
 extern "C" mpStatus mpUnary(mpUnaryKind kind, const mpTensor *in,
                             mpTensor *out, mpElementType compute) {
   if (!valid(in) || !valid(out) || !sameShape(in, out) ||
-      !isFloatType(compute) || kind < MP_NEG || kind > MP_ERF)
+      !isFloatType(compute) || kind < MP_NEG || kind > MP_COS)
     return MP_ERROR_INVALID_ARGUMENT;
   if (fastUnary(kind, in, out, compute))
     return MP_OK;

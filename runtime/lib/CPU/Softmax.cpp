@@ -253,11 +253,49 @@ extern "C" mpStatus mpReduce(mpReduceKind kind, const mpTensor *in,
   return MP_OK;
 }
 
+extern "C" mpStatus mpCumSum(const mpTensor *in, mpTensor *out, int64_t axis,
+                             int32_t exclusive, int32_t reverse,
+                             mpElementType compute) {
+  AxisView v;
+  if (!valid(in) || !valid(out) || !sameShape(in, out) ||
+      !isFloatType(compute) || !v.init(in, axis))
+    return MP_ERROR_INVALID_ARGUMENT;
+  withCompute(compute, [&](auto a) {
+    using T = decltype(a.r(0));
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        T sum = 0;
+        for (int64_t j = 0; j < v.len; ++j) {
+          int64_t k = v.index(o, reverse ? v.len - 1 - j : j, i);
+          T x = a.in(in, k);
+          if (!exclusive)
+            sum = a.add(sum, x);
+          a.out(out, k, sum);
+          if (exclusive)
+            sum = a.add(sum, x);
+        }
+      }
+  });
+  return MP_OK;
+}
+
 /// Label `i` of an i32 or i64 tensor.
 static int64_t label(const mpTensor *labels, int64_t i) {
   return labels->elementType == MP_I32
              ? static_cast<const int32_t *>(labels->data)[i]
              : static_cast<const int64_t *>(labels->data)[i];
+}
+
+/// How many of the labels are in [0, classes): the positions the mean of
+/// the cross-entropy is over (the others, e.g. Hugging Face's -100, are
+/// ignored).
+static int64_t labelledRows(const mpTensor *labels, int64_t classes) {
+  int64_t counted = 0, rows = mpNumElements(labels);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t y = label(labels, r);
+    counted += y >= 0 && y < classes;
+  }
+  return counted;
 }
 
 /// The maximum of logits row `r` and the sum of exp(x - max) over it.
@@ -292,6 +330,7 @@ extern "C" mpStatus mpSoftmaxCrossEntropy(const mpTensor *logits,
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t classes = logits->shape[logits->rank - 1];
   int64_t rows = mpNumElements(labels);
+  int64_t counted = labelledRows(labels, classes);
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     T total = 0;
@@ -305,7 +344,7 @@ extern "C" mpStatus mpSoftmaxCrossEntropy(const mpTensor *logits,
       total = a.add(total, a.sub(a.log(sum),
                                  a.sub(a.in(logits, r * classes + y), mx)));
     }
-    a.out(loss, 0, rows ? a.div(total, T(rows)) : T(0));
+    a.out(loss, 0, counted ? a.div(total, T(counted)) : T(0));
   });
   return MP_OK;
 }
@@ -320,9 +359,10 @@ extern "C" mpStatus mpSoftmaxCrossEntropyGrad(const mpTensor *dloss,
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t classes = logits->shape[logits->rank - 1];
   int64_t rows = mpNumElements(labels);
+  int64_t counted = labelledRows(labels, classes);
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
-    T scale = rows ? a.div(a.in(dloss, 0), T(rows)) : T(0);
+    T scale = counted ? a.div(a.in(dloss, 0), T(counted)) : T(0);
     for (int64_t r = 0; r < rows; ++r) {
       int64_t y = label(labels, r);
       if (y < 0 || y >= classes) {

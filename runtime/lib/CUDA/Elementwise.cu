@@ -43,6 +43,8 @@ template <typename C> __device__ C unaryOp(int kind, C x) {
   case MP_RSQRT: return C(1) / sqrt(x);
   case MP_SQUARE: return x * x;
   case MP_ERF: return erf(x);
+  case MP_SIN: return sin(x);
+  case MP_COS: return cos(x);
   }
   return x;
 }
@@ -299,7 +301,7 @@ mpStatus mp::cuda::mpUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
   if (!c)
     return MP_ERROR_BACKEND;
   if (!validFloat(in) || !validFloat(out) || !sameShape(in, out) ||
-      !isFloatType(compute) || !validKind(kind, MP_ERF))
+      !isFloatType(compute) || !validKind(kind, MP_COS))
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t n = mpNumElements(in);
   if (!n)

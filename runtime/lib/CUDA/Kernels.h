@@ -44,6 +44,8 @@ mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
                        mpElementType compute);
 mpStatus mpReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
                   const int64_t *axes, int32_t numAxes, mpElementType compute);
+mpStatus mpCumSum(const mpTensor *in, mpTensor *out, int64_t axis,
+                  int32_t exclusive, int32_t reverse, mpElementType compute);
 mpStatus mpSoftmaxCrossEntropy(const mpTensor *logits, const mpTensor *labels,
                                mpTensor *loss, mpElementType compute);
 mpStatus mpSoftmaxCrossEntropyGrad(const mpTensor *dloss,

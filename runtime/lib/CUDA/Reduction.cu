@@ -230,6 +230,28 @@ mpStatus reduceColumns(int kind, const mpTensor *in, mpTensor *out,
   return launched("column reduction kernels") ? MP_OK : MP_ERROR_BACKEND;
 }
 
+/// One thread per line along the axis, summing in order (the lines are
+/// short: positions of a sequence).
+template <typename C>
+__global__ void cumSumKernel(Ref in, MutRef out, int64_t lines, int64_t length,
+                             int64_t inner, int exclusive, int reverse,
+                             int compute) {
+  for (int64_t line = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+       line < lines; line += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = (line / inner) * length * inner + line % inner;
+    C sum = 0;
+    for (int64_t j = 0; j < length; ++j) {
+      int64_t k = base + (reverse ? length - 1 - j : j) * inner;
+      C x = loadAs<C>(in.data, in.type, k);
+      if (!exclusive)
+        sum = roundCompute(compute, sum + x);
+      storeAs<C>(out.data, out.type, k, sum);
+      if (exclusive)
+        sum = roundCompute(compute, sum + x);
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
@@ -291,22 +313,63 @@ __global__ void sumToScalarKernel(const C *values, int64_t n, C scale,
                roundCompute(compute, roundCompute(compute, acc) * scale));
 }
 
+/// count[0] = how many labels lie in [0, classes), in one block: the
+/// positions the cross-entropy's mean is over (the others are ignored).
+template <typename C>
+__global__ void labelledRowsKernel(Ref labels, int64_t rows, int64_t classes,
+                                   C *count) {
+  __shared__ C shared[kThreads / 32];
+  C acc = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    int64_t label = labelAt(labels, r);
+    acc += C(label >= 0 && label < classes ? 1 : 0);
+  }
+  acc = blockReduce(acc, SumOp(), shared);
+  if (threadIdx.x == 0)
+    count[0] = acc;
+}
+
+/// out[0] = sum(values) / count[0] (0 when no label counts), in one block,
+/// in a fixed order.
+template <typename C>
+__global__ void meanOverLabelledKernel(const C *values, int64_t n,
+                                       const C *count, MutRef out,
+                                       int compute) {
+  __shared__ C shared[kThreads / 32];
+  C acc = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    acc += values[i];
+  acc = blockReduce(acc, SumOp(), shared);
+  if (threadIdx.x == 0)
+    storeAs<C>(out.data, out.type, 0,
+               count[0] > C(0)
+                   ? roundCompute(compute, roundCompute(compute, acc) / count[0])
+                   : C(0));
+}
+
 template <typename C>
 __global__ void crossEntropyGradKernel(Ref dloss, Ref logits, Ref labels,
                                        MutRef dlogits, int64_t rows,
-                                       int64_t classes, int compute) {
+                                       int64_t classes, const C *count,
+                                       int compute) {
   __shared__ C shared[kThreads / 32];
   C seed = loadAs<C>(dloss.data, dloss.type, 0);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t label = labelAt(labels, r);
+    if (label < 0 || label >= classes) {
+      // An ignored position: no gradient.
+      for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+        storeAs<C>(dlogits.data, dlogits.type, r * classes + j, C(0));
+      continue;
+    }
     C m, lse;
     rowLogSumExp(logits, r * classes, classes, compute, shared, m, lse);
-    int64_t label = labelAt(labels, r);
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
       C p = roundCompute(
           compute,
           C(exp(loadAs<C>(logits.data, logits.type, r * classes + j) - m -
                 lse)));
-      C g = roundCompute(compute, (p - C(j == label ? 1 : 0)) / C(rows));
+      C g = roundCompute(compute, (p - C(j == label ? 1 : 0)) / count[0]);
       storeAs<C>(dlogits.data, dlogits.type, r * classes + j,
                  roundCompute(compute, g * seed));
     }
@@ -499,6 +562,23 @@ mpStatus mp::cuda::mpSoftmax(const mpTensor *in, mpTensor *out, int64_t axis,
   return launched("softmax kernel") ? MP_OK : MP_ERROR_BACKEND;
 }
 
+mpStatus mp::cuda::mpCumSum(const mpTensor *in, mpTensor *out, int64_t axis,
+                            int32_t exclusive, int32_t reverse,
+                            mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  int64_t outer, length, inner;
+  if (!validFloat(in) || !validFloat(out) || !sameShape(in, out) ||
+      !isFloatType(compute) || !splitAt(in, axis, outer, length, inner))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t lines = outer * inner;
+  if (!lines || !length)
+    return MP_OK;
+  MP_LAUNCH_COMPUTE(compute, cumSumKernel, gridFor(lines), ref(in), mut(out),
+                    lines, length, inner, exclusive, reverse, compute);
+  return launched("cumsum kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
 mpStatus mp::cuda::mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
                                  mpTensor *dx, int64_t axis,
                                  int32_t logSoftmax, mpElementType compute) {
@@ -586,16 +666,20 @@ mpStatus mp::cuda::mpSoftmaxCrossEntropy(const mpTensor *logits,
     return MP_ERROR_INVALID_ARGUMENT;
   auto run = [&](auto zero) -> mpStatus {
     using C = decltype(zero);
-    Scratch rowLoss(size_t(std::max<int64_t>(rows, 1)) * sizeof(C));
-    if (!rowLoss)
+    // Row losses, then the labelled-row count after them.
+    Scratch scratch(size_t(rows + 1) * sizeof(C));
+    if (!scratch)
       return MP_ERROR_OUT_OF_MEMORY;
     cudaStream_t stream = context()->stream;
-    auto *values = static_cast<C *>(rowLoss.get());
+    auto *values = static_cast<C *>(scratch.get());
+    C *count = values + rows;
     if (rows)
       crossEntropyRowsKernel<C><<<rowGrid(rows), kThreads, 0, stream>>>(
           ref(logits), ref(labels), values, rows, classes, compute);
-    sumToScalarKernel<C><<<1, kThreads, 0, stream>>>(
-        values, rows, rows ? C(1) / C(rows) : C(0), mut(loss), compute);
+    labelledRowsKernel<C>
+        <<<1, kThreads, 0, stream>>>(ref(labels), rows, classes, count);
+    meanOverLabelledKernel<C>
+        <<<1, kThreads, 0, stream>>>(values, rows, count, mut(loss), compute);
     return launched("cross-entropy kernels") ? MP_OK : MP_ERROR_BACKEND;
   };
   return compute == MP_F64 ? run(double()) : run(float());
@@ -618,10 +702,22 @@ mpStatus mp::cuda::mpSoftmaxCrossEntropyGrad(const mpTensor *dloss,
     return MP_ERROR_INVALID_ARGUMENT;
   if (!rows)
     return MP_OK;
-  MP_LAUNCH_COMPUTE(compute, crossEntropyGradKernel, rowGrid(rows), ref(dloss),
-                    ref(logits), ref(labels), mut(dlogits), rows, classes,
-                    compute);
-  return launched("cross-entropy gradient kernel") ? MP_OK : MP_ERROR_BACKEND;
+  auto run = [&](auto zero) -> mpStatus {
+    using C = decltype(zero);
+    Scratch scratch(sizeof(C));
+    if (!scratch)
+      return MP_ERROR_OUT_OF_MEMORY;
+    cudaStream_t stream = context()->stream;
+    auto *count = static_cast<C *>(scratch.get());
+    labelledRowsKernel<C>
+        <<<1, kThreads, 0, stream>>>(ref(labels), rows, classes, count);
+    crossEntropyGradKernel<C><<<rowGrid(rows), kThreads, 0, stream>>>(
+        ref(dloss), ref(logits), ref(labels), mut(dlogits), rows, classes,
+        count, compute);
+    return launched("cross-entropy gradient kernels") ? MP_OK
+                                                      : MP_ERROR_BACKEND;
+  };
+  return compute == MP_F64 ? run(double()) : run(float());
 }
 
 mpStatus mp::cuda::mpMseLoss(const mpTensor *prediction,

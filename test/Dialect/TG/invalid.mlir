@@ -1179,3 +1179,12 @@ func.func @select_shapes(%c: tensor<3xi1>, %a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tg.select %c, %a, %a : (tensor<3xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Rule: cumsum: the axis is in range.
+func.func @cumsum_the_axis_is_in_range(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{attribute 'axis' = 2 is out of range for rank 2}}
+  %0 = tg.cumsum %a axis = 2 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}

@@ -98,3 +98,12 @@ func.func @blocks(%x: tensor<f32> {tg.param = "x"}) -> tensor<f32> attributes {t
 ^bb1:
   return %x : tensor<f32>
 }
+
+// -----
+
+// No function is marked tg.forward: a warning, not silence.
+// expected-warning @+1 {{tg-make-train-step: no function is marked tg.forward, so nothing was differentiated; mark the forward function with the unit attribute `tg.forward` or name it with `entry=<name>`}}
+func.func @unmarked(%x: tensor<4x3xf32>, %w: tensor<3x3xf32>) -> tensor<4x3xf32> {
+  %0 = tg.matmul %x, %w : (tensor<4x3xf32>, tensor<3x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}

@@ -70,7 +70,13 @@ func.func @unary(%x: tensor<2x3xbf16>) -> tensor<2x3xbf16> {
   %10 = tg.square %9 : tensor<2x3xbf16>
   // CHECK: tg.erf
   %11 = tg.erf %10 : tensor<2x3xbf16>
-  return %11 : tensor<2x3xbf16>
+  // CHECK: tg.sin %{{.*}} compute(f32) : (tensor<2x3xbf16>) -> tensor<2x3xf32>
+  %12 = tg.sin %11 compute(f32) : (tensor<2x3xbf16>) -> tensor<2x3xf32>
+  // CHECK: tg.cos %{{.*}} : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+  %13 = tg.cos %12 : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+  // CHECK: tg.cumsum %{{.*}} axis = 1 exclusive reverse compute(f32) : (tensor<2x3xbf16>) -> tensor<2x3xbf16>
+  %14 = tg.cumsum %13 axis = 1 exclusive reverse compute(f32) : (tensor<2x3xbf16>) -> tensor<2x3xbf16>
+  return %14 : tensor<2x3xbf16>
 }
 
 // -----

@@ -109,7 +109,7 @@ def binary_cases(rng):
 def unary_cases(rng):
     out = []
     same = ["neg", "relu", "tanh", "sigmoid", "square", "sqrt", "gelu", "erf"]
-    typed = ["exp", "log", "rsqrt"]
+    typed = ["exp", "log", "rsqrt", "sin", "cos"]
     for op in same + typed + ["gelu tanh_approx"]:
         shape = dims(rng, rng.randint(1, 3), 2, 6)
         f = Forward()
@@ -150,6 +150,14 @@ def softmax_norm_cases(rng):
         y, _ = f.op(f"tg.{op} {x} axis = {axis} : ({ty(shape)}) -> "
                     f"{ty(shape)}", shape)
         out.append((f"{op}, axis {axis}", f.render(y, shape)))
+    for flags in ("", " exclusive", " reverse", " exclusive reverse"):
+        shape = dims(rng, 3, 2, 6)
+        axis = rng.randrange(3)
+        f = Forward()
+        x, _ = f.param(shape)
+        y, _ = f.op(f"tg.cumsum {x} axis = {axis}{flags} : ({ty(shape)}) -> "
+                    f"{ty(shape)}", shape)
+        out.append((f"cumsum{flags}, axis {axis}", f.render(y, shape)))
     for axis in (1, 2):
         shape = dims(rng, 3, 2, 6)
         norm = shape[axis:]

@@ -405,6 +405,44 @@ LogicalResult SquareOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
                       });
 }
 
+LogicalResult CumSumOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                      ArrayRef<bool> wanted,
+                                      SmallVectorImpl<Value> &out) {
+  // Each x[j] adds to y[k] for k >= j (k > j when exclusive): dx is the
+  // running sum of dy in the other direction, equally inclusive.
+  return unaryAdjoint(
+      *this, b, dys, wanted, out, [&](OpBuilder &b, Location loc, Value dy) {
+        return CumSumOp::create(b, loc, dy.getType(), dy, getAxisAttr(),
+                                getExclusiveAttr(),
+                                getReverse() ? UnitAttr() : b.getUnitAttr(),
+                                getComputeAttr());
+      });
+}
+
+LogicalResult SinOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &out) {
+  // d sin(x) = cos(x) dy.
+  return unaryAdjoint(
+      *this, b, dys, wanted, out, [&](OpBuilder &b, Location loc, Value dy) {
+        Value x = castTo(b, loc, getInput(), dy.getType());
+        return binary<MulOp>(b, loc, dy,
+                             CosOp::create(b, loc, dy.getType(), x));
+      });
+}
+
+LogicalResult CosOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
+                                   ArrayRef<bool> wanted,
+                                   SmallVectorImpl<Value> &out) {
+  // d cos(x) = -sin(x) dy.
+  return unaryAdjoint(
+      *this, b, dys, wanted, out, [&](OpBuilder &b, Location loc, Value dy) {
+        Value x = castTo(b, loc, getInput(), dy.getType());
+        Value s = SinOp::create(b, loc, dy.getType(), x);
+        return scaleBy(b, loc, binary<MulOp>(b, loc, dy, s), -1.0);
+      });
+}
+
 LogicalResult ErfOp::buildAdjoints(OpBuilder &b, ArrayRef<Value> dys,
                                    ArrayRef<bool> wanted,
                                    SmallVectorImpl<Value> &out) {

@@ -668,6 +668,19 @@ struct TGMakeTrainStepPass
       if (!entry.empty() ? fn.getSymName() == entry : isForward(fn))
         functions.push_back(fn);
     }
+    if (entry.empty() && functions.empty() &&
+        llvm::none_of(module.getOps<func::FuncOp>(),
+                      [](func::FuncOp fn) { return isTrainStep(fn); })) {
+      // Nothing to differentiate, and nothing differentiated before: most
+      // likely a forward function someone forgot to mark.
+      auto fns = module.getOps<func::FuncOp>();
+      mlir::emitWarning(fns.empty() ? module.getLoc() : (*fns.begin()).getLoc())
+          << "tg-make-train-step: no function is marked tg.forward, so "
+             "nothing was differentiated; mark the forward function with "
+             "the unit attribute `tg.forward` or name it with "
+             "`entry=<name>`";
+      return;
+    }
     if (!entry.empty() && functions.empty()) {
       mlir::emitError(module.getLoc())
           << "tg-make-train-step: no function named '" << entry << "'";

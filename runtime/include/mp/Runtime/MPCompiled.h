@@ -48,6 +48,7 @@ extern "C" {
   X(softmax, "log:i axis:i compute:type in out")                              \
   X(softmax_grad, "log:i axis:i compute:type dy y dx")                        \
   X(reduce, "kind:i compute:type n:i axes:i[n] in out")                       \
+  X(cumsum, "axis:i exclusive:i reverse:i compute:type in out")               \
   X(softmax_cross_entropy, "compute:type logits labels loss")                 \
   X(softmax_cross_entropy_grad, "compute:type dloss logits labels dlogits")   \
   X(mse_loss, "compute:type prediction target loss")                          \

@@ -145,7 +145,9 @@ typedef enum mpUnaryKind {
   MP_SQRT = 8,
   MP_RSQRT = 9,
   MP_SQUARE = 10,
-  MP_ERF = 11
+  MP_ERF = 11,
+  MP_SIN = 12,
+  MP_COS = 13
 } mpUnaryKind;
 
 typedef enum mpBinaryKind {
@@ -219,6 +221,11 @@ mpStatus mpSoftmax(const mpTensor *in, mpTensor *out, int64_t axis,
 mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
                        int64_t axis, int32_t logSoftmax,
                        mpElementType compute);
+
+/* Running sum along `axis`: out[k] = in[0] + ... + in[k]; with `exclusive`
+ * up to in[k - 1] (out[0] = 0); with `reverse` from the end of the axis. */
+mpStatus mpCumSum(const mpTensor *in, mpTensor *out, int64_t axis,
+                  int32_t exclusive, int32_t reverse, mpElementType compute);
 
 typedef enum mpReduceKind {
   MP_REDUCE_SUM = 0,

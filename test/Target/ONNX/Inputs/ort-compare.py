@@ -2,7 +2,7 @@
 onnxruntime, for mp-onnx-test to compare mp's outputs with.
 
 usage: ort-compare.py <venv> <model.onnx> <test dir> [--batch N] [--seed S]
-                      [--int NAME=LO:HI ...]
+                      [--int NAME=LO:HI ...] [--dim NAME=SIZE ...]
 
 <test dir> gets model.onnx (the model with its symbolic dimensions fixed to
 --batch) and test_data_set_0/ with random inputs (input_<k>.pb: floats
@@ -58,6 +58,9 @@ def main():
     parser.add_argument("model")
     parser.add_argument("dir")
     parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--dim", action="append", default=[],
+                        help="NAME=SIZE: a named symbolic dimension's size "
+                        "(the others of the inputs get --batch)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--int", action="append", default=[],
                         metavar="NAME=LO:HI",
@@ -76,11 +79,14 @@ def main():
     model = onnx.load(args.model)
     # The first dimension is the batch; other symbolic dimensions of the
     # outputs (an exporter's names for [B, T, V]) are left to inference.
+    named = dict(spec.split("=") for spec in args.dim)
     for v in list(model.graph.input) + list(model.graph.output):
         for k, d in enumerate(v.type.tensor_type.shape.dim):
             if d.HasField("dim_value"):
                 continue
-            if k == 0 or v in model.graph.input:
+            if d.dim_param in named:
+                d.dim_value = int(named[d.dim_param])
+            elif k == 0 or v in model.graph.input:
                 d.dim_value = args.batch
             else:
                 d.ClearField("dim_param")

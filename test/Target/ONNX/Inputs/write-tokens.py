@@ -7,7 +7,7 @@ usage: write-tokens.py <dir> <rows> <length> <vocab> <classes|lm> [--seed S]
 left, the rest on the right, each by 0 to length-2 positions, so that some
 query rows see nothing but padding) and <dir>/labels.npy (int32: [rows],
 the first token modulo 3, for `classes`; [rows, length], the previous
-token, for `lm`).
+token, for `lm`, and -100 on padding: ignored, as Hugging Face labels it).
 """
 
 import random
@@ -46,7 +46,8 @@ def main():
         if kind == "classes":
             labels.append(row[0] % 3)
         else:
-            labels += [row[-1]] + row[:-1]
+            labels += [t if k else -100
+                       for t, k in zip([row[-1]] + row[:-1], keep)]
     write(out + "/ids.npy", "q", [rows, length], ids)
     write(out + "/mask.npy", "q", [rows, length], mask)
     write(out + "/labels.npy", "i",

@@ -14,6 +14,10 @@ batch dimension symbolic, the TorchScript exporter (dynamo=False).
   bert.onnx        BertForSequenceClassification, 3 labels
   distilbert.onnx  DistilBertForSequenceClassification, 3 labels
   gpt2.onnx        GPT2LMHeadModel (logits [B, T, V])
+  gpt2_loss.onnx   the same with its own loss (labels [B, T], -100 ignored:
+                   SoftmaxCrossEntropyLoss with ignore_index), T symbolic
+  roberta.onnx     RobertaForSequenceClassification, 3 labels: position
+                   ids from the padding (CumSum), T symbolic
   llama.onnx       LlamaForCausalLM: RMSNorm, rotary embeddings, SiLU gate,
                    grouped-query attention (2 heads, 1 key/value head)
   mobilenet_v2.onnx        torchvision MobileNetV2 (width 0.25), its first
@@ -54,14 +58,31 @@ class Logits(torch.nn.Module):
                           attention_mask=attention_mask).logits
 
 
-def export(name, model, args, inputs):
+class LanguageModelLoss(torch.nn.Module):
+    """The model's own loss from input_ids, attention_mask and labels:
+    Hugging Face shifts the labels and averages the cross-entropy over the
+    positions whose label is not -100."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, labels):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          labels=labels).loss
+
+
+def export(name, model, args, inputs, sequence_axis=False, output="logits"):
     model.train()
-    axes = {n: {0: "batch"} for n in inputs + ["logits"]}
+    axes = {n: {0: "batch", 1: "sequence"} if sequence_axis else {0: "batch"}
+            for n in inputs}
+    if output == "logits":
+        axes[output] = {0: "batch"}
     path = os.path.join(OUT, name + ".onnx")
     torch.onnx.export(model, args, path, opset_version=17,
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=inputs,
-                      output_names=["logits"], dynamic_axes=axes,
+                      output_names=[output], dynamic_axes=axes,
                       dynamo=False)
     print("%s: %d bytes" % (path, os.path.getsize(path)))
 
@@ -85,11 +106,12 @@ def main():
                             dropout=0.0, attention_dropout=0.0,
                             seq_classif_dropout=0.0, num_labels=3,
                             **small))), tokens, names)
-    export("gpt2", Logits(tf.GPT2LMHeadModel(tf.GPT2Config(
+    gpt2 = tf.GPT2Config(
         n_embd=16, n_layer=2, n_head=2, resid_pdrop=0.0, embd_pdrop=0.0,
         bos_token_id=0, eos_token_id=0,
         attn_pdrop=0.0, vocab_size=VOCAB, n_positions=32,
-        attn_implementation="eager"))), tokens, names)
+        attn_implementation="eager")
+    export("gpt2", Logits(tf.GPT2LMHeadModel(gpt2)), tokens, names)
     export("llama", Logits(tf.LlamaForCausalLM(tf.LlamaConfig(
         hidden_size=16, intermediate_size=32, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=1, **small))), tokens,
@@ -105,6 +127,17 @@ def main():
                                     torch.nn.Flatten(),
                                     torch.nn.Linear(channels, 10))
         export(name, model, (x,), ["x"])
+    # Made last, so that the models above keep their random weights.
+    # The same model computing its own loss, sequence length symbolic.
+    export("gpt2_loss", LanguageModelLoss(tf.GPT2LMHeadModel(gpt2)),
+           tokens + (ids,), names + ["labels"], sequence_axis=True,
+           output="loss")
+    # RoBERTa numbers positions from the padding (a CumSum of
+    # input_ids != pad_token_id); sequence length symbolic.
+    export("roberta", Logits(tf.RobertaForSequenceClassification(
+        tf.RobertaConfig(pad_token_id=1, **dict(
+            bert, max_position_embeddings=40)))), tokens, names,
+        sequence_axis=True)
 
 
 if __name__ == "__main__":

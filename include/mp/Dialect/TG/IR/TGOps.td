@@ -355,6 +355,10 @@ def TG_SqrtOp : TG_UnaryOp<"sqrt", "Infer", "sqrt(x)">;
 def TG_RsqrtOp : TG_DenyUnaryOp<"rsqrt", "1 / sqrt(x)">;
 def TG_SquareOp : TG_UnaryOp<"square", "Infer", "x * x">;
 def TG_ErfOp : TG_UnaryOp<"erf", "Infer", "erf(x)">;
+// Rotary embeddings take sin and cos of angles up to the sequence length:
+// f16 and bf16 would lose the angle itself, so they run in f32.
+def TG_SinOp : TG_DenyUnaryOp<"sin", "sin(x)">;
+def TG_CosOp : TG_DenyUnaryOp<"cos", "cos(x)">;
 
 def TG_GeluOp : TG_ComputeOp<"gelu", "Infer", [SameOperandsAndResultType,
                                                TG_Differentiable]> {
@@ -585,6 +589,43 @@ def TG_LayerNormOp : TG_ComputeOp<"layer_norm", "Deny",
 //===----------------------------------------------------------------------===//
 
 def TG_ReduceSumOp : TG_ReduceOp<"reduce_sum", "sum">;
+
+def TG_CumSumOp : TG_ComputeOp<"cumsum", "Deny", [SameOperandsAndResultShape,
+                                                 TG_IndependentResultStorage,
+                                                 TG_Differentiable]> {
+  let summary = "running sum along one axis";
+  let description = [{
+    `y[k] = x[0] + ... + x[k]` along `axis`, accumulated in the compute
+    type. With `exclusive` the sum stops before `x[k]` (and `y[0]` is 0);
+    with `reverse` it runs from the end of the axis. A running sum is a
+    reduction, so it is on the deny list: in f16 a long prefix would swamp
+    each new term.
+
+    RoBERTa numbers positions with one over the padding mask; the importer
+    runs integer running sums in f64 (exact below 2^53) and converts back.
+
+    ```mlir
+    %y = tg.cumsum %x axis = 1 exclusive compute(f32)
+        : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$input, TG_NonNegI64Attr:$axis,
+                       UnitAttr:$exclusive, UnitAttr:$reverse,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis (`exclusive` $exclusive^)? (`reverse` $reverse^)?
+    (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::mp::tg::verifyAxis(getOperation(), "axis", getAxis(),
+                                  getType().getRank());
+    }
+  }];
+}
 def TG_ReduceMeanOp : TG_ReduceOp<"reduce_mean", "mean">;
 def TG_ReduceMaxOp : TG_ReduceOp<"reduce_max", "maximum">;
 
@@ -805,10 +846,13 @@ def TG_SoftmaxCrossEntropyOp
   let summary = "softmax cross-entropy with integer labels, mean over batch";
   let description = [{
     With `logits : [..., C]` and integer `labels : [...]` (one class per
-    position), returns the mean over all positions of
-    `-log_softmax(logits)[label]` as a rank-0 tensor. Labels outside
-    `[0, C)` contribute zero. The result's element type may differ from the
-    logits' (a loss in f32 from f16 logits).
+    position), returns the mean of `-log_softmax(logits)[label]` over the
+    positions whose label lies in `[0, C)`, as a rank-0 tensor. A label
+    outside that range marks an ignored position (Hugging Face and PyTorch
+    use -100): it adds nothing to the sum and is not counted in the mean,
+    so padding never dilutes the loss. With every position ignored the loss
+    is 0. The result's element type may differ from the logits' (a loss in
+    f32 from f16 logits).
 
     ```mlir
     %loss = tg.softmax_cross_entropy %logits, %labels compute(f32)
@@ -923,8 +967,8 @@ def TG_SoftmaxCrossEntropyGradOp
   let description = [{
     Given the loss gradient `dloss` (rank 0, the seed of the backward pass),
     returns `dloss * (softmax(logits) - onehot(labels)) / N` where `N` is
-    the number of label positions; positions with an out-of-range label get
-    a zero gradient.
+    the number of positions with a label in `[0, C)`; ignored positions (a
+    label outside that range) get a zero gradient.
 
     ```mlir
     %dlogits = tg.softmax_cross_entropy_grad %seed, %logits, %labels
