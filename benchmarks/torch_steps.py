@@ -1,0 +1,108 @@
+"""PyTorch's side of benchmarks/torch_cpu_steps.py; runs in the Python that
+has torch and transformers.
+
+usage: torch_steps.py export MODEL OUT.onnx [sizes]
+       torch_steps.py time MODEL {fp32,bf16} [--steps N] [sizes]
+
+MODEL is bert (sequence classification, 3 labels) or gpt2 (language model
+head). `export` writes the model as docs/Importing.md says (opset 17,
+training mode, no constant folding, batch symbolic, eager attention), with
+random weights (seed 0). `time` trains the same model in eager mode on the
+CPU, all cores: forward, cross-entropy against random labels (one per
+sequence, or one per token), backward and an SGD step (lr 0.01, as
+mp-runner's default), in fp32 or under torch.autocast("cpu",
+torch.bfloat16), and prints one JSON line with the step times (warm-up step
+left out).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import time
+import warnings
+
+import torch
+import transformers
+
+warnings.filterwarnings("ignore")
+
+
+def build(name, a):
+    torch.manual_seed(0)
+    common = dict(vocab_size=a.vocab, attn_implementation="eager")
+    if name == "bert":
+        cfg = transformers.BertConfig(
+            hidden_size=a.hidden, num_hidden_layers=a.layers,
+            num_attention_heads=a.heads, intermediate_size=4 * a.hidden,
+            max_position_embeddings=a.seq, num_labels=3, **common)
+        return transformers.BertForSequenceClassification(cfg)
+    cfg = transformers.GPT2Config(
+        n_embd=a.hidden, n_layer=a.layers, n_head=a.heads, n_positions=a.seq,
+        bos_token_id=0, eos_token_id=0, **common)
+    return transformers.GPT2LMHeadModel(cfg)
+
+
+class Logits(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model(input_ids=input_ids,
+                          attention_mask=attention_mask).logits
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("what", choices=["export", "time"])
+    p.add_argument("model", choices=["bert", "gpt2"])
+    p.add_argument("arg")
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=1000)
+    a = p.parse_args()
+    torch.set_num_threads(os.cpu_count())
+    model = Logits(build(a.model, a))
+    model.train()
+    ids = torch.randint(0, a.vocab, (a.batch, a.seq))
+    mask = torch.ones(a.batch, a.seq, dtype=torch.long)
+    if a.what == "export":
+        axes = {n: {0: "batch"} for n in ["input_ids", "attention_mask",
+                                          "logits"]}
+        torch.onnx.export(model, (ids, mask), a.arg, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False,
+                          input_names=["input_ids", "attention_mask"],
+                          output_names=["logits"], dynamic_axes=axes,
+                          dynamo=False)
+        return
+    per_token = a.model == "gpt2"
+    classes = a.vocab if per_token else 3
+    labels = torch.randint(0, classes,
+                           (a.batch, a.seq) if per_token else (a.batch,))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    times = []
+    for _ in range(a.steps + 1):
+        start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", torch.bfloat16, enabled=a.arg == "bf16"):
+            logits = model(ids, mask)
+            loss = loss_fn(logits.float().reshape(-1, classes),
+                           labels.reshape(-1))
+        loss.backward()
+        opt.step()
+        times.append(1000 * (time.perf_counter() - start))
+    ms = times[1:]
+    print(json.dumps({"min_ms": min(ms), "median_ms": statistics.median(ms),
+                      "torch": torch.__version__,
+                      "threads": torch.get_num_threads()}))
+
+
+if __name__ == "__main__":
+    main()
