@@ -81,6 +81,12 @@ int mp::gradCheckMain(int argc, char **argv) {
                        cl::desc("Absolute tolerance, scaled by 1 + |loss| "
                                 "(default 1e-8)"),
                        cl::init(1e-8), cl::cat(category));
+  cl::list<std::string> data(
+      "data",
+      cl::desc("<name>=<file.npy>: fixed values for an input or label, "
+               "e.g. attention masks without fully masked rows "
+               "(repeatable; default: random)"),
+      cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-grad-check: check the gradients of a "
@@ -142,6 +148,21 @@ int mp::gradCheckMain(int argc, char **argv) {
         t.setInt(i, int64_t(rng() % uint64_t(std::max<int64_t>(bound, 1))));
       }
     }
+  }
+  for (const std::string &spec : data) {
+    auto [name, path] = llvm::StringRef(spec).split('=');
+    std::optional<unsigned> arg = sig->findArgument(name);
+    if (name.empty() || path.empty() || !arg)
+      return fail("--data " + spec + ": expected <name>=<file.npy> naming an "
+                  "argument of the step");
+    llvm::Expected<HostTensor> array = readNpy(path);
+    if (!array)
+      return fail(llvm::toString(array.takeError()));
+    HostTensor &t = buffers[*arg];
+    if (array->shape != t.shape || array->type != t.type)
+      return fail(path + " is " + array->describe() + "; '" + name +
+                  "' is " + t.describe());
+    t = std::move(*array);
   }
   if (lowPrecision)
     llvm::outs() << "warning: parameters are not f64; the differences are "

@@ -1,11 +1,12 @@
 """Writes token data for the transformer models as .npy files (no numpy).
 
 usage: write-tokens.py <dir> <rows> <length> <vocab> <classes|lm> [--seed S]
+                       [--right]
 
 <dir>/ids.npy (int64 [rows, length], uniform token ids), <dir>/mask.npy
 (int64, 1 for a token and 0 for padding: every other row is padded on the
 left, the rest on the right, each by 0 to length-2 positions, so that some
-query rows see nothing but padding) and <dir>/labels.npy (int32: [rows],
+query rows see nothing but padding; with --right, every row on the right) and <dir>/labels.npy (int32: [rows],
 the first token modulo 3, for `classes`; [rows, length], the previous
 token, for `lm`, and -100 on padding: ignored, as Hugging Face labels it).
 """
@@ -30,16 +31,20 @@ def write(path, code, shape, values):
 
 
 def main():
-    out, rows, length, vocab, kind = sys.argv[1:6]
+    args = sys.argv[1:]
+    right = "--right" in args
+    if right:
+        args.remove("--right")
+    out, rows, length, vocab, kind = args[:5]
     rows, length, vocab = int(rows), int(length), int(vocab)
-    seed = int(sys.argv[7]) if len(sys.argv) > 7 else 0
+    seed = int(args[6]) if len(args) > 6 else 0
     rng = random.Random(seed)
     ids, mask, labels = [], [], []
     for r in range(rows):
         row = [rng.randrange(vocab) for _ in range(length)]
         pad = rng.randrange(length - 1)
         keep = [0] * pad + [1] * (length - pad)
-        if r % 2:
+        if r % 2 or right:
             keep.reverse()
         ids += row
         mask += keep
