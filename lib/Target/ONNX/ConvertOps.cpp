@@ -17,6 +17,8 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -1515,9 +1517,19 @@ LogicalResult convertBatchNormalization(Importer &im) {
       bias, mean, var, eps, b.getF32FloatAttr(float(1 - momentum)), nullptr,
       nullptr);
   im.define(0, op.getResult(), im.inputType(0));
+  // tg blends the unbiased batch variance into the running one, as PyTorch
+  // does; ONNX blends the biased one. With n values per channel and v_tg =
+  // keep * old + m * unbiased, ONNX's is keep * old + m * unbiased * (n-1)/n
+  // = (n-1)/n * v_tg + keep/n * old, keep being ONNX's momentum.
+  int64_t n = xt.getNumElements() / c;
+  Value onnxVar = binary<tg::AddOp>(
+      im, scaleBy(im, op->getResult(4), double(n - 1) / double(n), "var_scaled"),
+      scaleBy(im, var, momentum / double(n), "var_old"), "running_var");
+  if (!onnxVar)
+    return failure();
   // The new running statistics update the state arguments they came from.
   for (unsigned k : {3u, 4u}) {
-    Value updated = op->getResult(k);
+    Value updated = k == 4 ? onnxVar : op->getResult(k);
     const std::string &name = im.node().inputs[k];
     if (im.stateNames.count(name))
       im.stateUpdates.push_back({name, updated});
@@ -1955,11 +1967,15 @@ LogicalResult convertTile(Importer &im) {
 
 /// Pad in constant mode: slices for negative pads, and a concatenation
 /// with constant blocks for positive ones, one axis at a time.
+/// Reflect pads are one slice per element: a bound on the ops they make.
+constexpr int64_t kMaxReflectPad = 64;
+
 LogicalResult convertPad(Importer &im) {
   std::string mode = im.attrString("mode", "constant");
-  if (mode != "constant") {
-    im.error() << "Pad mode '" << mode << "' is not supported (constant "
-                  "mode is)";
+  if (mode != "constant" && mode != "edge" && mode != "reflect" &&
+      mode != "wrap") {
+    im.error() << "Pad mode '" << mode << "' is not one of constant, edge, "
+                  "reflect and wrap";
     return failure();
   }
   std::vector<int64_t> in = im.shape(0), pads;
@@ -2027,10 +2043,42 @@ LogicalResult convertPad(Importer &im) {
       dims = sizes;
     }
     SmallVector<Value> parts;
-    auto block = [&](int64_t n, StringRef side) {
+    // `n` elements of x along the axis from `offset` (one slice).
+    auto piece = [&](int64_t offset, int64_t n, const Twine &suffix) {
+      std::vector<int64_t> offsets(rank, 0), sizes = dims, steps(rank, 1);
+      offsets[axis] = offset;
+      sizes[axis] = n;
+      return slice(im, x, offsets, sizes, steps, (name + "." + suffix).str());
+    };
+    auto block = [&](int64_t n, StringRef side) -> Value {
       std::vector<int64_t> shape = dims;
       shape[axis] = n;
       auto type = RankedTensorType::get(shape, element);
+      bool before = side == "before";
+      int64_t size = dims[axis];
+      if (mode == "edge") {
+        // The first or last element, repeated.
+        Value edge = piece(before ? 0 : size - 1, 1, side + ".edge");
+        return tg::BroadcastToOp::create(im.builder,
+                                         im.loc(name + "." + side.str()),
+                                         type, edge);
+      }
+      if (mode == "wrap")
+        return piece(before ? size - n : 0, n, side);
+      if (mode == "reflect") {
+        // x[n], ..., x[1] before; x[size - 2], ..., x[size - 1 - n] after:
+        // one slice per element, in mirrored order.
+        SmallVector<Value> mirrored;
+        for (int64_t j = 0; j < n; ++j)
+          mirrored.push_back(piece(before ? n - j : size - 2 - j, 1,
+                                   side + "." + Twine(j)));
+        if (mirrored.size() == 1)
+          return mirrored.front();
+        return tg::ConcatOp::create(im.builder,
+                                    im.loc(name + "." + side.str()), type,
+                                    mirrored,
+                                    im.builder.getI64IntegerAttr(axis));
+      }
       mlir::Attribute fill = isa<FloatType>(element)
                            ? mlir::Attribute(im.builder.getFloatAttr(element, value))
                            : mlir::Attribute(im.builder.getIntegerAttr(
@@ -2038,6 +2086,19 @@ LogicalResult convertPad(Importer &im) {
       return tg::ConstantOp::create(im.builder, im.loc(name + "." + side.str()),
                                     type, DenseElementsAttr::get(type, fill));
     };
+    int64_t limit = mode == "reflect" ? dims[axis] - 1 : dims[axis];
+    if (mode != "constant" && std::max(before, after) > limit) {
+      im.error() << "Pad mode '" << mode << "' pads dimension " << axis
+                 << " (of size " << dims[axis] << ") by "
+                 << std::max(before, after) << "; at most " << limit
+                 << " are defined";
+      return failure();
+    }
+    if (mode == "reflect" && kMaxReflectPad < std::max(before, after)) {
+      im.error() << "reflect pads of more than " << kMaxReflectPad
+                 << " elements are not supported (one slice per element)";
+      return failure();
+    }
     if (before > 0)
       parts.push_back(block(before, "before"));
     parts.push_back(x);
@@ -2235,6 +2296,258 @@ LogicalResult convertSoftmaxCrossEntropyLoss(Importer &im) {
 }
 
 //===----------------------------------------------------------------------===//
+// Einsum
+//===----------------------------------------------------------------------===//
+
+/// The subscripts of one operand with "..." expanded to `rank` letters (the
+/// ellipsis' dimensions get upper-case letters, counted from the right, so
+/// that operands of different ranks line up as in numpy), or an error.
+FailureOr<std::string> expandEllipsis(Importer &im, StringRef subscripts,
+                                      int64_t rank, int64_t &ellipsisRank) {
+  size_t dots = subscripts.find("...");
+  std::string out;
+  if (dots == StringRef::npos) {
+    out = subscripts.str();
+  } else {
+    int64_t named = int64_t(subscripts.size()) - 3;
+    int64_t spread = rank - named;
+    if (spread < 0 || spread > 26) {
+      im.error() << "the subscripts '" << subscripts
+                 << "' do not fit an operand of rank " << rank;
+      return failure();
+    }
+    ellipsisRank = std::max(ellipsisRank, spread);
+    out = subscripts.take_front(dots).str();
+    for (int64_t k = spread; k > 0; --k)
+      out.push_back(char('Z' - (k - 1)));
+    out += subscripts.drop_front(dots + 3).str();
+  }
+  for (char ch : out)
+    if (!llvm::isAlpha(ch)) {
+      im.error() << "unexpected character '" << ch << "' in the subscripts '"
+                 << subscripts << "'";
+      return failure();
+    }
+  if (int64_t(out.size()) != rank) {
+    im.error() << "the subscripts '" << subscripts << "' name "
+               << out.size() << " dimensions of an operand of rank " << rank;
+    return failure();
+  }
+  if (llvm::SmallSet<char, 8> seen; llvm::any_of(out, [&](char ch) {
+        return !seen.insert(ch).second;
+      })) {
+    im.error() << "repeated subscripts within an operand (diagonals, '"
+               << subscripts << "') are not supported";
+    return failure();
+  }
+  return out;
+}
+
+/// `v` (subscripts `from`) with the dimensions that are not in `keep`
+/// summed out.
+Value sumNotIn(Importer &im, Value v, std::string &from, StringRef keep,
+               StringRef suffix) {
+  SmallVector<int64_t> axes;
+  std::string kept;
+  for (auto [d, ch] : llvm::enumerate(from)) {
+    if (keep.contains(ch))
+      kept.push_back(ch);
+    else
+      axes.push_back(d);
+  }
+  if (axes.empty())
+    return v;
+  from = kept;
+  return sumOver(im, v, axes, suffix);
+}
+
+/// `v` (subscripts `from`) transposed to the order of `to`.
+Value permuteTo(Importer &im, Value v, StringRef from, StringRef to,
+                StringRef suffix) {
+  SmallVector<int64_t> perm;
+  for (char ch : to)
+    perm.push_back(from.find(ch));
+  return transpose(im, v, perm, suffix);
+}
+
+/// Einsum of one or two operands without repeated subscripts within an
+/// operand: sums, transposes, and one batched tg.matmul for a pair (the
+/// shared subscripts of the output are the batch, the shared others are
+/// contracted); what a subscript names must have one size everywhere.
+LogicalResult convertEinsum(Importer &im) {
+  std::string equation = im.attrString("equation", "");
+  equation.erase(llvm::remove_if(equation, ::isspace), equation.end());
+  auto [lhsText, outText] = StringRef(equation).split("->");
+  SmallVector<StringRef> operandText;
+  lhsText.split(operandText, ',');
+  if (operandText.size() != im.numInputs() || im.numInputs() > 2) {
+    im.error() << "Einsum '" << equation << "' is supported with one or two "
+               << "operands";
+    return failure();
+  }
+  std::string implicit;
+  if (!StringRef(equation).contains("->")) {
+    // numpy's implicit output: the ellipsis, then the subscripts named once,
+    // in alphabetical order.
+    std::map<char, int> counts;
+    for (char ch : lhsText)
+      if (llvm::isAlpha(ch))
+        ++counts[ch];
+    implicit = lhsText.contains("...") ? "..." : "";
+    for (auto [ch, count] : counts)
+      if (count == 1)
+        implicit.push_back(ch);
+    outText = implicit;
+  }
+  SmallVector<Value> values;
+  SmallVector<std::string> subs;
+  int64_t ellipsisRank = 0;
+  llvm::DenseMap<char, int64_t> sizes;
+  for (unsigned k = 0; k < im.numInputs(); ++k) {
+    FailureOr<Value> v = floatInput(im, k);
+    if (failed(v))
+      return failure();
+    ArrayRef<int64_t> shape = tensorType(*v).getShape();
+    FailureOr<std::string> s =
+        expandEllipsis(im, operandText[k], shape.size(), ellipsisRank);
+    if (failed(s))
+      return failure();
+    for (auto [d, ch] : llvm::enumerate(*s)) {
+      auto [it, fresh] = sizes.insert({ch, shape[d]});
+      if (!fresh && it->second != shape[d]) {
+        im.error() << "subscript '" << ch << "' names sizes " << it->second
+                   << " and " << shape[d]
+                   << " (broadcasting in Einsum is not supported)";
+        return failure();
+      }
+    }
+    values.push_back(*v);
+    subs.push_back(*s);
+  }
+  std::string out;
+  if (StringRef(outText).contains("...")) {
+    std::string pattern = outText.str();
+    size_t dots = pattern.find("...");
+    out = pattern.substr(0, dots);
+    for (int64_t k = ellipsisRank; k > 0; --k)
+      out.push_back(char('Z' - (k - 1)));
+    out += pattern.substr(dots + 3);
+  } else {
+    out = outText.str();
+  }
+  llvm::SmallSet<char, 8> seen;
+  for (char ch : out)
+    if (!sizes.count(ch) || !seen.insert(ch).second) {
+      im.error() << "output subscript '" << ch << "' names no operand's "
+                 << "dimension, or is repeated";
+      return failure();
+    }
+  Value a = values[0];
+  std::string &sa = subs[0];
+  if (values.size() == 1) {
+    a = sumNotIn(im, a, sa, out, "sum");
+    return defineResult(im, permuteTo(im, a, sa, out, "transpose"));
+  }
+  Value b = values[1];
+  std::string &sb = subs[1];
+  if (tensorType(a).getElementType() != tensorType(b).getElementType()) {
+    im.error() << "operands of different element types";
+    return failure();
+  }
+  // Subscripts only one operand has, and the output not, are summed there.
+  a = sumNotIn(im, a, sa, out + sb, "lhs_sum");
+  b = sumNotIn(im, b, sb, out + sa, "rhs_sum");
+  std::string batch, left, right, contracted;
+  for (char ch : sa) {
+    bool inB = sb.find(ch) != std::string::npos;
+    bool inOut = out.find(ch) != std::string::npos;
+    (inB ? (inOut ? batch : contracted) : left).push_back(ch);
+  }
+  for (char ch : sb)
+    if (sa.find(ch) == std::string::npos)
+      right.push_back(ch);
+  auto product = [&](StringRef chars) {
+    int64_t p = 1;
+    for (char ch : chars)
+      p *= sizes[ch];
+    return p;
+  };
+  int64_t nb = product(batch), m = product(left), n = product(right),
+          kk = product(contracted);
+  a = reshape(im, permuteTo(im, a, sa, batch + left + contracted, "lhs_t"),
+              {nb, m, kk}, "lhs");
+  b = reshape(im, permuteTo(im, b, sb, batch + contracted + right, "rhs_t"),
+              {nb, kk, n}, "rhs");
+  auto type = tensorType(a).clone({nb, m, n});
+  Value y = tg::MatmulOp::create(im.builder, im.loc("matmul"), type, a, b,
+                                 UnitAttr(), UnitAttr(), nullptr);
+  std::string have = batch + left + right;
+  SmallVector<int64_t> dims;
+  for (char ch : have)
+    dims.push_back(sizes[ch]);
+  y = reshape(im, y, dims, "unflatten");
+  return defineResult(im, permuteTo(im, y, have, out, ""));
+}
+
+//===----------------------------------------------------------------------===//
+// Mod on runtime values
+//===----------------------------------------------------------------------===//
+
+/// Mod: with fmod=1, a - b * trunc(a / b) (the sign of a, C's fmod); with
+/// fmod=0 (integers only, as ONNX allows), the sign of b, as Python's %.
+/// Integers compute in f64 (exact below 2^53) and convert back; trunc is a
+/// conversion to i64 and back, so quotients beyond 2^63 saturate.
+LogicalResult convertMod(Importer &im) {
+  FailureOr<Value> a = im.value(0), b = im.value(1);
+  if (failed(a) || failed(b))
+    return failure();
+  Type element = tensorType(*a).getElementType();
+  if (tensorType(*b).getElementType() != element || element.isInteger(1)) {
+    im.error() << "needs two numeric operands of one element type, got "
+               << tensorType(*a).getElementType() << " and "
+               << tensorType(*b).getElementType();
+    return failure();
+  }
+  bool integer = isa<IntegerType>(element);
+  bool fmod = im.attrInt("fmod", 0) != 0;
+  if (!integer && !fmod) {
+    im.error() << "floating-point Mod needs fmod=1 (the ONNX rule)";
+    return failure();
+  }
+  Type t = integer ? im.builder.getF64Type() : element;
+  Value x = convertTo(im, *a, t, "a"), y = convertTo(im, *b, t, "b");
+  Value q = binary<tg::DivOp>(im, x, y, "quotient");
+  if (!q)
+    return failure();
+  Value truncated =
+      convertTo(im, convertTo(im, q, im.builder.getI64Type(), "trunc_i64"), t,
+                "trunc");
+  Value r = binary<tg::SubOp>(im, x, binary<tg::MulOp>(im, y, truncated,
+                                                       "multiple"),
+                              "fmod");
+  if (!r)
+    return failure();
+  if (!fmod) {
+    // Where the remainder is non-zero and its sign differs from b's, add b.
+    Value zero = im.scalar(t, 0.0, "zero");
+    Value nonzero = compare(im, tg::ComparePredicate::ne, r, zero, "nonzero");
+    Value differ = compare(
+        im, tg::ComparePredicate::ne,
+        compare(im, tg::ComparePredicate::lt, r, zero, "r_negative"),
+        compare(im, tg::ComparePredicate::lt, y, zero, "b_negative"),
+        "signs_differ");
+    if (!nonzero || !differ)
+      return failure();
+    Value adjust = select(im, nonzero, differ, boolean(im, false, "false"),
+                          "adjust");
+    r = select(im, adjust, binary<tg::AddOp>(im, r, y, "shifted"), r, "mod");
+    if (!r)
+      return failure();
+  }
+  return defineResult(im, convertTo(im, r, element, ""));
+}
+
+//===----------------------------------------------------------------------===//
 // Running sums
 //===----------------------------------------------------------------------===//
 
@@ -2294,6 +2607,8 @@ const llvm::StringMap<Converter> &mp::onnx::getConverters() {
       {"Erf", convertUnary<tg::ErfOp>},
       {"Sin", convertUnary<tg::SinOp>},
       {"CumSum", convertCumSum},
+      {"Mod", convertMod},
+      {"Einsum", convertEinsum},
       {"Cos", convertUnary<tg::CosOp>},
       {"Reciprocal", convertReciprocal},
       {"MatMul", convertMatMul},

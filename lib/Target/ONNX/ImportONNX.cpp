@@ -748,7 +748,8 @@ std::vector<std::string> mp::getSupportedOnnxOps() {
        {"Abs", "Sign", "Floor", "Ceil", "Round", "Sin", "Cos", "Mod",
         "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And",
         "Or", "Xor", "Not", "Where"})
-    ops.push_back(op.str() + " (constants only)");
+    if (!getConverters().count(op))
+      ops.push_back(op.str() + " (constants only)");
   llvm::sort(ops);
   return ops;
 }

@@ -18,6 +18,8 @@ kinds:
                Relu, MaxPool, a residual Add, AveragePool,
                GlobalAveragePool, Flatten and Gemm; --eval keeps the batch
                norms in inference mode (what onnxruntime runs)
+  runtime-ops  attention written with Einsum, Pad in edge and reflect mode,
+               Sin/Cos of runtime angles, CumSum and a float Mod
   unknown-op   a model with a node of an op type mp does not import
   external     a model whose weight lives in an external-data file
                (--location, weights.bin by default; --length, 72 by
@@ -197,6 +199,49 @@ def transformer(g, batch):
     out = helper.make_tensor_value_info("logits", TensorProto.FLOAT,
                                         [batch, classes])
     return g.model([x], [out], opset=13)
+
+
+def runtime_ops(g, batch):
+    """Attention written with Einsum (heads batched, an ellipsis, an implicit
+    output), a sequence padded in edge and reflect mode, a rotary-style
+    Sin/Cos of runtime angles, a CumSum over positions and a float Mod."""
+    t, d, heads, classes = 6, 8, 2, 3
+    dh = d // heads
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, t, d])
+    edge = g.node("Pad", ["x", g.const("pads.edge", [0, 1, 0, 0, 0, 0],
+                                        np.int64)], "pad/edge", mode="edge")
+    h = g.node("Pad", [edge, g.const("pads.reflect", [0, 0, 0, 0, 2, 0],
+                                     np.int64)], "pad/reflect",
+               mode="reflect")  # [B, t + 3, d]
+    n = t + 3
+    angle = g.node("Einsum", [h, g.weight("rot.weight", [d, d])],
+                   "rot/angle", equation="btd,de->bte")
+    h = g.node("Add", [g.node("Mul", [h, g.node("Cos", [angle], "rot/cos")],
+                              "rot/mul_cos"),
+                       g.node("Sin", [angle], "rot/sin")], "rot/add")
+    h = g.node("CumSum", [h, g.const("cumsum.axis", 1, np.int64)],
+               "positions/cumsum")
+    h = g.node("Mul", [h, g.const("cumsum.scale", 1.0 / n)], "positions/scale")
+    h = g.node("Mod", [h, g.const("mod.divisor", 1.5)], "wrap/mod", fmod=1)
+    shape = g.const("heads.shape", [0, n, heads, dh], np.int64)
+    q, k, v = [g.node("Reshape", [g.node(
+        "Einsum", [h, g.weight("attn.%s.weight" % w, [d, d])],
+        "attn/%s" % w, equation="...d,de->...e"), shape], "attn/%s/heads" % w)
+        for w in "qkv"]
+    scores = g.node("Einsum", [q, k], "attn/scores",
+                    equation="bqhd,bkhd->bhqk")
+    probs = g.node("Softmax", [scores], "attn/softmax", axis=-1)
+    ctx = g.node("Einsum", [probs, v], "attn/context",
+                 equation="bhqk,bkhd->bqhd")
+    pooled = g.node("Einsum", [ctx], "pool/sum", equation="bqhd->bhd")
+    flat = g.node("Reshape", [pooled, g.const("pool.shape", [0, d],
+                                              np.int64)], "pool/flat")
+    # Implicit output: "bd,dc" sums d, keeps b and c in alphabetical order.
+    g.node("Einsum", [flat, g.weight("out.weight", [d, classes])],
+           "out/einsum", outputs=["logits"], equation="bd,dc")
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                        [batch, classes])
+    return g.model([x], [out])
 
 
 def gemm_mlp(g, batch):
@@ -418,6 +463,7 @@ KINDS = {
     "keras-mlp": keras_mlp,
     "transformer": transformer,
     "gemm-mlp": gemm_mlp,
+    "runtime-ops": runtime_ops,
     "cnn": cnn,
     "unknown-op": unknown_op,
     "external": external,
