@@ -440,6 +440,17 @@ std::vector<Case> cases() {
       all.push_back(std::move(c));
     }
   }
+  for (mpElementType t : floats) {
+    Case c{std::string("random_uniform ") + typeName(t),
+           ENTRY(random_uniform), {}, 1, nullptr};
+    int seed = scalar(c, MP_I64, 4503599627370497.0);
+    int y = output(c, t, {37, 1001});
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(bits(-0.5)); w.push_back(bits(2.0)); w.push_back(9);
+      e(seed); e(y);
+    };
+    all.push_back(std::move(c));
+  }
   {
     Case c{"next_seed", ENTRY(next_seed), {}, 1, nullptr};
     int seed = scalar(c, MP_I64, 41), next = scalar(c, MP_I64, 0, true);

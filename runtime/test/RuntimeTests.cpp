@@ -2333,6 +2333,46 @@ void testDropout(std::mt19937_64 &rng) {
             mpNextSeed(&N32, &Next) == MP_ERROR_INVALID_ARGUMENT,
         "dropout rejects a rate outside [0, 1), a negative stream and a "
         "non-i64 seed");
+
+  // Uniform numbers: the same words as the masks, so a draw is below the
+  // rate exactly where dropout with that rate drops.
+  {
+    int64_t n = 40000, seed = int64_t(rng()), stream = 7;
+    std::vector<float> u(n), ones(n, 1.0f), dropped(n);
+    std::vector<double> wide(n);
+    mpTensor S = tensorOf(&seed, MP_I64, {}), U = tensorOf(u.data(), MP_F32, {n}),
+             W = tensorOf(wide.data(), MP_F64, {n}),
+             O = tensorOf(ones.data(), MP_F32, {n}),
+             D = tensorOf(dropped.data(), MP_F32, {n});
+    bool ok = mpRandomUniform(&S, &U, -1.0, 3.0, stream) == MP_OK &&
+              mpRandomUniform(&S, &W, 0.0, 1.0, stream) == MP_OK &&
+              mpDropout(&O, &S, &D, 0.3f, stream, MP_F32) == MP_OK;
+    double sum = 0, sq = 0;
+    bool inRange = true, matches = true;
+    for (int64_t i = 0; i < n; ++i) {
+      inRange &= u[i] >= -1.0f && u[i] < 3.0f && wide[i] >= 0 && wide[i] < 1;
+      matches &= (wide[i] < double(mpDropoutThreshold(0.3f)) / 16777216.0) ==
+                 (dropped[i] == 0.0f);
+      sum += wide[i];
+      sq += wide[i] * wide[i];
+    }
+    double mean = sum / n, var = sq / n - mean * mean;
+    // Mean of n uniforms: standard deviation sqrt(1/12/n).
+    double sigma = std::sqrt(1.0 / 12.0 / double(n));
+    check(ok && inRange && std::fabs(mean - 0.5) <= 5 * sigma &&
+              std::fabs(var - 1.0 / 12.0) <= 0.01,
+          "random_uniform draws in [low, high) with the uniform's mean and "
+          "variance (mean " + sci(mean) + ", variance " + sci(var) + ")");
+    check(matches, "random_uniform's draw is below the rate exactly where "
+                   "dropout with that rate drops (one generator)");
+    check(mpRandomUniform(&S, &U, 1.0, 0.0, 0) == MP_ERROR_INVALID_ARGUMENT &&
+              mpRandomUniform(&S, &U, 0.0, INFINITY, 0) ==
+                  MP_ERROR_INVALID_ARGUMENT &&
+              mpRandomUniform(&S, &U, 0.0, 1.0, -1) ==
+                  MP_ERROR_INVALID_ARGUMENT,
+          "random_uniform rejects low > high, infinite bounds and a negative "
+          "stream");
+  }
 }
 
 } // namespace

@@ -627,6 +627,16 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.call("dropout", module);
             return success();
           })
+          .Case([&](RandomUniformOp o) {
+            CallBuilder c(b, loc, site);
+            c.f(o.getLow().convertToDouble());
+            c.f(o.getHigh().convertToDouble());
+            c.i(o.getStream());
+            c.tensor(operand(o.getSeed()));
+            c.tensor(out[0]);
+            c.call("random_uniform", module);
+            return success();
+          })
           .Case([&](NextSeedOp o) {
             CallBuilder c(b, loc, site);
             c.tensor(operand(o.getSeed()));

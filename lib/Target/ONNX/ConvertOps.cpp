@@ -2490,6 +2490,58 @@ LogicalResult convertEinsum(Importer &im) {
 }
 
 //===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+/// RandomUniform and RandomUniformLike: tg.random_uniform from the seed
+/// state the dropouts share, on a stream of its own, so that every step
+/// draws new numbers and the backends draw the same ones. The `seed`
+/// attribute is ignored (it would fix the numbers of every step).
+LogicalResult convertRandomUniform(Importer &im) {
+  bool like = im.node().opType == "RandomUniformLike";
+  std::vector<int64_t> shape;
+  DataType type = DataType::Float;
+  if (like) {
+    shape = im.shape(0);
+    type = im.inputType(0);
+  } else {
+    std::optional<std::vector<int64_t>> s = im.attrInts("shape");
+    if (!s) {
+      im.error() << "RandomUniform needs a shape";
+      return failure();
+    }
+    shape = *s;
+  }
+  type = DataType(im.attrInt("dtype", int64_t(type)));
+  FailureOr<Type> element = im.elementType(type);
+  if (failed(element))
+    return failure();
+  if (!isa<FloatType>(*element)) {
+    im.error() << "draws " << dataTypeName(type)
+               << " numbers; tg draws floating-point ones";
+    return failure();
+  }
+  if (llvm::any_of(shape, [](int64_t d) { return d < 1; })) {
+    im.error() << "the shape must be static and positive";
+    return failure();
+  }
+  double low = im.attrFloat("low", 0.0), high = im.attrFloat("high", 1.0);
+  if (!std::isfinite(low) || !std::isfinite(high) || !(low <= high)) {
+    im.error() << "needs finite bounds with low <= high, got [" << low << ", "
+               << high << ")";
+    return failure();
+  }
+  Value seed = im.dropoutSeed();
+  if (!seed)
+    return failure();
+  Value u = tg::RandomUniformOp::create(
+      im.builder, im.loc(), RankedTensorType::get(shape, *element), seed,
+      im.builder.getI64IntegerAttr(im.nextDropoutStream()),
+      im.builder.getF64FloatAttr(low), im.builder.getF64FloatAttr(high));
+  return defineResult(im, u, type);
+}
+
+//===----------------------------------------------------------------------===//
 // Mod on runtime values
 //===----------------------------------------------------------------------===//
 
@@ -2608,6 +2660,8 @@ const llvm::StringMap<Converter> &mp::onnx::getConverters() {
       {"Sin", convertUnary<tg::SinOp>},
       {"CumSum", convertCumSum},
       {"Mod", convertMod},
+      {"RandomUniform", convertRandomUniform},
+      {"RandomUniformLike", convertRandomUniform},
       {"Einsum", convertEinsum},
       {"Cos", convertUnary<tg::CosOp>},
       {"Reciprocal", convertReciprocal},

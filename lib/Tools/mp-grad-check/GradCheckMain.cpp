@@ -173,7 +173,15 @@ int mp::gradCheckMain(int argc, char **argv) {
   for (auto [k, a] : llvm::enumerate(sig->arguments))
     if (a.role == tg::ArgRole::Param)
       params.push_back(k);
+  // The step may update its state in place (the dropout seed advances):
+  // every evaluation starts from the same state, or the differences would
+  // compare two draws of the dropout masks.
+  std::vector<HostTensor> initial(buffers.begin(),
+                                  buffers.begin() + sig->arguments.size());
   auto evaluate = [&]() -> llvm::Expected<double> {
+    for (auto [k, a] : llvm::enumerate(sig->arguments))
+      if (a.role != tg::ArgRole::Param)
+        buffers[k] = initial[k];
     std::vector<void *> pointers;
     for (HostTensor &t : buffers)
       pointers.push_back(t.data());

@@ -456,6 +456,23 @@ extern "C" mpStatus mpDropout(const mpTensor *in, const mpTensor *seed,
   return MP_OK;
 }
 
+extern "C" mpStatus mpRandomUniform(const mpTensor *seed, mpTensor *out,
+                                    double low, double high, int64_t stream) {
+  if (!valid(out) || !isFloatType(out->elementType) ||
+      !validDropout(seed, 0, stream) || !std::isfinite(low) ||
+      !std::isfinite(high) || !(low <= high))
+    return MP_ERROR_INVALID_ARGUMENT;
+  auto s = static_cast<uint64_t>(*static_cast<const int64_t *>(seed->data));
+  int64_t n = mpNumElements(out);
+  for (int64_t block = 0; block * 4 < n; ++block) {
+    mpPhilox4x32 words = mpDropoutBlock(s, uint64_t(stream), uint64_t(block));
+    for (int64_t i = block * 4, e = std::min(n, i + 4); i < e; ++i)
+      store(out->data, out->elementType, i,
+            low + (high - low) * mpUniformOfWord(words.v[i % 4]));
+  }
+  return MP_OK;
+}
+
 extern "C" mpStatus mpNextSeed(const mpTensor *seed, mpTensor *out) {
   if (!isScalar(seed, MP_I64) || !isScalar(out, MP_I64))
     return MP_ERROR_INVALID_ARGUMENT;

@@ -531,6 +531,20 @@ __global__ void dropoutKernel(const void *in, int inType, const int64_t *seed,
   }
 }
 
+__global__ void randomUniformKernel(const int64_t *seed, void *out,
+                                    int outType, int64_t n, double low,
+                                    double high, int64_t stream) {
+  auto s = static_cast<uint64_t>(*seed);
+  for (int64_t block = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+       block * 4 < n; block += int64_t(gridDim.x) * blockDim.x) {
+    mpPhilox4x32 words =
+        mpDropoutBlock(s, uint64_t(stream), uint64_t(block));
+    for (int64_t i = block * 4, e = i + 4 < n ? i + 4 : n; i < e; ++i)
+      storeAs<double>(out, outType, i,
+                      low + (high - low) * mpUniformOfWord(words.v[i % 4]));
+  }
+}
+
 __global__ void nextSeedKernel(const int64_t *seed, int64_t *out) {
   *out = static_cast<int64_t>(static_cast<uint64_t>(*seed) + 1);
 }
@@ -554,6 +568,23 @@ mpStatus mp::cuda::mpDropout(const mpTensor *in, const mpTensor *seed,
                     out->data, out->elementType, n, mpDropoutThreshold(rate),
                     rate, 1.0f / (1.0f - rate), stream, compute);
   return launched("dropout kernel") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpRandomUniform(const mpTensor *seed, mpTensor *out,
+                                   double low, double high, int64_t stream) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  if (!validFloat(out) || !validDropout(seed, 0, stream) ||
+      !std::isfinite(low) || !std::isfinite(high) || !(low <= high))
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = mpNumElements(out);
+  if (!n)
+    return MP_OK;
+  randomUniformKernel<<<gridFor((n + 3) / 4), kThreads, 0, c->stream>>>(
+      static_cast<const int64_t *>(seed->data), out->data, out->elementType,
+      n, low, high, stream);
+  return launched("random uniform kernel") ? MP_OK : MP_ERROR_BACKEND;
 }
 
 mpStatus mp::cuda::mpNextSeed(const mpTensor *seed, mpTensor *out) {

@@ -129,6 +129,8 @@ mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
                          const mpTensor *rstd, mpTensor *dx, mpTensor *dscale,
                          mpTensor *dbias, int32_t channelsLast,
                          mpElementType compute);
+mpStatus mpRandomUniform(const mpTensor *seed, mpTensor *out, double low,
+                         double high, int64_t stream);
 mpStatus mpDropout(const mpTensor *in, const mpTensor *seed, mpTensor *out,
                    float rate, int64_t stream, mpElementType compute);
 mpStatus mpNextSeed(const mpTensor *seed, mpTensor *out);

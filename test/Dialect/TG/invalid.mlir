@@ -1188,3 +1188,12 @@ func.func @cumsum_the_axis_is_in_range(%a: tensor<4x8xf32>) {
   %0 = tg.cumsum %a axis = 2 : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+// Rule: random_uniform: finite bounds, low <= high.
+func.func @random_uniform_bounds(%seed: tensor<i64>) {
+  // expected-error @+1 {{needs finite bounds with low <= high, got [2.000000e+00, 1.000000e+00)}}
+  %0 = tg.random_uniform %seed stream = 0 low = 2.0 high = 1.0 : (tensor<i64>) -> tensor<4xf32>
+  return
+}

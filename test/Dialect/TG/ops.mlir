@@ -291,3 +291,12 @@ func.func @masks(%ids: tensor<2x8xi64>, %pad: tensor<i64>,
   %both = tg.select %keep, %keep, %false : (tensor<2x8xi1>, tensor<2x8xi1>, tensor<i1>) -> tensor<2x8xi1>
   return %masked, %both : tensor<2x4x8x8xf32>, tensor<2x8xi1>
 }
+
+// -----
+
+// CHECK-LABEL: func @random_uniform
+func.func @random_uniform(%seed: tensor<i64>) -> tensor<4x1xf32> {
+  // CHECK: tg.random_uniform %{{.*}} stream = 2 low = -1.000000e+00 high = 1.000000e+00 : (tensor<i64>) -> tensor<4x1xf32>
+  %u = tg.random_uniform %seed stream = 2 low = -1.0 high = 1.0 : (tensor<i64>) -> tensor<4x1xf32>
+  return %u : tensor<4x1xf32>
+}

@@ -227,6 +227,14 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+LogicalResult RandomUniformOp::verify() {
+  double low = getLow().convertToDouble(), high = getHigh().convertToDouble();
+  if (!std::isfinite(low) || !std::isfinite(high) || !(low <= high))
+    return emitOpError("needs finite bounds with low <= high, got [")
+           << low << ", " << high << ")";
+  return success();
+}
+
 LogicalResult LayerNormOp::verify() {
   RankedTensorType input = getInput().getType();
   auto stats = checkLayerNormShapes(getLoc(), input, getScale().getType(),

@@ -80,6 +80,7 @@ extern "C" {
   X(batch_norm_grad, "channels_last:i compute:type dy x scale mean rstd dx " \
                      "dscale dbias")                                          \
   X(dropout, "rate:f stream:i compute:type in seed out")                     \
+  X(random_uniform, "low:f high:f stream:i seed out")                         \
   X(next_seed, "seed out")                                                    \
   X(unscale_grads, "n:i scale found_inf grads[n] unscaled[n]")                \
   X(update_loss_scale, "growth:f backoff:f interval:i min:f max:f scale "     \

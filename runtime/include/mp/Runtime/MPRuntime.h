@@ -475,6 +475,12 @@ mpStatus mpBatchNormGrad(const mpTensor *dy, const mpTensor *x,
  * an i64 scalar tensor, read where it lives (device memory on the GPU), so
  * that a captured step draws a new mask when its seed state advances. The
  * gradient is the same call on the output gradient. rate in [0, 1). */
+/* Uniform numbers in [low, high) from the dropout generator: element i is
+ * low + (high - low) * u, u the 24-bit uniform (word >> 8) / 2^24 of the
+ * mask word of (`seed`, `stream`, i). */
+mpStatus mpRandomUniform(const mpTensor *seed, mpTensor *out, double low,
+                         double high, int64_t stream);
+
 mpStatus mpDropout(const mpTensor *in, const mpTensor *seed, mpTensor *out,
                    float rate, int64_t stream, mpElementType compute);
 /* out = seed + 1 (wrapping) for i64 scalars: the next step's seed. */

@@ -66,6 +66,11 @@ MP_PHILOX_FN mpPhilox4x32 mpDropoutBlock(uint64_t seed, uint64_t stream,
   return mpPhilox4x32_10(counter, (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 
+/* The uniform in [0, 1) of a mask word: its top 24 bits over 2^24. */
+MP_PHILOX_FN double mpUniformOfWord(uint32_t word) {
+  return (double)(word >> 8) * (1.0 / 16777216.0);
+}
+
 /* Whether a mask word keeps its element. */
 MP_PHILOX_FN int mpDropoutKeeps(uint32_t word, uint32_t threshold) {
   return (word >> 8) >= threshold;

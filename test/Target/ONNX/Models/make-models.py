@@ -18,6 +18,10 @@ batch dimension symbolic, the TorchScript exporter (dynamo=False).
                    SoftmaxCrossEntropyLoss with ignore_index), T symbolic
   roberta.onnx     RobertaForSequenceClassification, 3 labels: position
                    ids from the padding (CumSum), T symbolic
+  efficientnet_b0.onnx     torchvision EfficientNet-B0, its first four
+                           feature blocks and a classifier: SiLU,
+                           squeeze-excitation, stochastic depth
+                           (RandomUniformLike)
   llama.onnx       LlamaForCausalLM: RMSNorm, rotary embeddings, SiLU gate,
                    grouped-query attention (2 heads, 1 key/value head)
   mobilenet_v2.onnx        torchvision MobileNetV2 (width 0.25), its first
@@ -138,6 +142,15 @@ def main():
         tf.RobertaConfig(pad_token_id=1, **dict(
             bert, max_position_embeddings=40)))), tokens, names,
         sequence_axis=True)
+    # EfficientNet-B0's first blocks: stochastic depth draws a
+    # RandomUniformLike each step in training mode.
+    full = torchvision.models.efficientnet_b0()
+    features = full.features[:4]
+    channels = features(x).shape[1]
+    model = torch.nn.Sequential(features, torch.nn.AdaptiveAvgPool2d(1),
+                                torch.nn.Flatten(),
+                                torch.nn.Linear(channels, 10))
+    export("efficientnet_b0", model, (x,), ["x"])
 
 
 if __name__ == "__main__":

@@ -417,6 +417,32 @@ def TG_DropoutOp : TG_ComputeOp<"dropout", "Infer", [
   let hasVerifier = 1;
 }
 
+def TG_RandomUniformOp : TG_Op<"random_uniform", [Pure]> {
+  let summary = "uniform random numbers from the dropout generator";
+  let description = [{
+    Fills the result with numbers uniform in `[low, high)`: element `i` is
+    `low + (high - low) * u` with `u` the 24-bit uniform of `tg.dropout`'s
+    generator for (`seed`, `stream`, `i`) (`mp/Runtime/Philox.h`), computed
+    in f64 and rounded to the result type. The CPU and CUDA backends draw
+    the same numbers. It reads only the seed, so it has no gradient: the
+    importer makes it from ONNX's RandomUniformLike, which EfficientNet's
+    stochastic depth compares with its survival rate.
+
+    ```mlir
+    %u = tg.random_uniform %seed stream = 3 low = 0.0 high = 1.0
+        : (tensor<i64>) -> tensor<8x1x1x1xf32>
+    ```
+  }];
+  let arguments = (ins TG_CounterScalar:$seed, TG_NonNegI64Attr:$stream,
+                       F64Attr:$low, F64Attr:$high);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $seed `stream` `=` $stream `low` `=` $low `high` `=` $high attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def TG_NextSeedOp : TG_Op<"next_seed", [Pure,
     AllTypesMatch<["seed", "result"]>]> {
   let summary = "the seed of the next step's dropout masks";
