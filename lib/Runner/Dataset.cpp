@@ -97,6 +97,25 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
         "with --data=<name>=<file.npy>",
         why);
   };
+  // A model that computes its own loss from token labels (a Hugging Face
+  // model exported with labels=) takes them as an input named "labels".
+  bool labelsInput = false;
+  if (labels.empty() && !model.tokenInput.empty()) {
+    auto named = [&](StringRef name) {
+      return llvm::find_if(inputs, [&](unsigned k) {
+        return sig.arguments[k].name == name;
+      });
+    };
+    auto ids = named(model.tokenInput), given = named("labels");
+    if (ids != inputs.end() && given != inputs.end() &&
+        sig.arguments[*given].shape == sig.arguments[*ids].shape &&
+        (sig.arguments[*given].type == MP_I32 ||
+         sig.arguments[*given].type == MP_I64)) {
+      labels.push_back(*given);
+      inputs.erase(given);
+      labelsInput = true;
+    }
+  }
   // A token model's other [B, T] integer inputs are attention masks (1 for
   // a token, 0 for padding).
   std::vector<unsigned> masks;
@@ -306,7 +325,9 @@ llvm::Expected<Dataset> runner::makeSyntheticDataset(
     make(evalSamples, data.eval);
     data.description =
         std::string("synthetic sequences: ") +
-        (perToken ? "predict the previous token"
+        (perToken ? (labelsInput ? "labels are the previous token, which "
+                                   "the model's own loss shifts"
+                                 : "predict the previous token")
                   : "classify by the first token") +
         " (" + std::to_string(vocabulary) + " tokens, length " +
         std::to_string(length) +
