@@ -26,7 +26,9 @@ restricted).
 
 usage: benchmarks/torch_cpu_steps.py [--build build] [--python PY]
                                      [--models bert,gpt2] [--steps 12]
-                                     [--quick]
+                                     [--quick] [--batch B] [--seq T]
+                                     [--hidden H] [--layers L] [--heads N]
+                                     [--vocab V]
 """
 
 import argparse
@@ -91,6 +93,9 @@ def main():
     p.add_argument("--models", default="bert,gpt2")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--quick", action="store_true")
+    for size in ("batch", "seq", "hidden", "layers", "heads", "vocab"):
+        p.add_argument("--" + size, type=int,
+                       help="model size (torch_steps.py's default if absent)")
     a = p.parse_args()
     runner = os.path.join(a.build, "bin", "mp-runner")
     if not os.access(runner, os.X_OK):
@@ -109,7 +114,10 @@ def main():
         sys.exit("torch_cpu_steps.py: " + why)
     sizes = (["--batch", "2", "--seq", "16", "--hidden", "32", "--layers",
               "1", "--heads", "2", "--vocab", "50"] if a.quick else [])
-    batch = 2 if a.quick else 8
+    for size in ("batch", "seq", "hidden", "layers", "heads", "vocab"):
+        if getattr(a, size) is not None:
+            sizes += ["--" + size, str(getattr(a, size))]
+    batch = a.batch or (2 if a.quick else 8)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
