@@ -2138,9 +2138,7 @@ Value labelledMask(Importer &im, Value labels, int64_t classes,
     Value c = compare(
         im, p, labels,
         im.constant(Known::ints({b}, {}, im.inputType(1)), name), name);
-    return c ? Value(tg::CastOp::create(im.builder, im.loc(name),
-                                        tensorType(c).clone(element), c))
-             : Value();
+    return c ? convertTo(im, c, element, name) : Value();
   };
   Value lo = bound(tg::ComparePredicate::ge, 0, "labelled_lo");
   Value hi = bound(tg::ComparePredicate::lt, classes, "labelled_hi");
@@ -2167,8 +2165,7 @@ Value weightedCrossEntropy(Importer &im, Value logits, Value labels,
       "one_hot");
   if (!oneHot)
     return {};
-  Value w = tg::CastOp::create(im.builder, im.loc("one_hot_weight"),
-                               tensorType(oneHot).clone(element), oneHot);
+  Value w = convertTo(im, oneHot, element, "one_hot_weight");
   if (weights)
     w = binary<tg::MulOp>(im, w, weights, "class_weight");
   if (!w)
