@@ -4,7 +4,17 @@
 // distinct call (shapes, geometry, types, pass), kept for the process's
 // lifetime, and memory objects wrapping the caller's buffers (plain NCHW or
 // NHWC activations, OIHW or GOIHW filters, row-major matrices whose
-// transposes are strides; no reorders).
+// transposes are strides).
+//
+// Convolutions on NCHW activations take the filter as it is and run as
+// im2col GEMMs ("gemm:jit"). On NHWC activations oneDNN's direct kernels
+// (brgconv on AVX-512, jit:avx2 otherwise) want the filter in a blocked
+// layout of their own choosing: the primitive is created with the filter's
+// layout left open, and a reorder primitive converts the caller's OIHW
+// filter into a staging buffer before the forward and data passes, or the
+// weight gradient out of it after the weights pass. The filter is small
+// next to the activations, and with a plain OIHW filter oneDNN has only its
+// reference loops for NHWC.
 //
 // Matmuls: bf16 and f32 operands come here. benchmarks/gemm_cpu.cpp
 // measured oneDNN's bf16 matmul (AVX512_BF16 dot products) at 2.0x to 2.8x
@@ -22,6 +32,7 @@
 #include "Vector.h"
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -83,6 +94,13 @@ using Key = std::tuple<int, std::vector<int64_t>>;
 struct Cached {
   dnnl_primitive_t primitive = nullptr; // null: oneDNN refused the call
   dnnl_memory_desc_t src, weights, dst;
+  /// Set when the primitive's filter layout (`weights`) is not the
+  /// caller's (`userWeights`): converts the caller's filter into it before
+  /// the primitive runs, or the primitive's weight gradient back to the
+  /// caller's layout after it (`reorderAfter`).
+  dnnl_primitive_t reorder = nullptr;
+  dnnl_memory_desc_t userWeights;
+  bool reorderAfter = false;
 };
 
 std::mutex cacheMutex;
@@ -99,23 +117,60 @@ bool optimisedImpl(const_dnnl_primitive_desc_t pd) {
          impl && std::strncmp(impl, "ref", 3) != 0;
 }
 
+/// A 64-byte aligned buffer of this thread's, reused across calls: the
+/// staging filter of a reordered convolution.
+void *stagingBuffer(size_t bytes) {
+  struct Staging {
+    void *data = nullptr;
+    size_t size = 0;
+    ~Staging() { std::free(data); }
+  };
+  thread_local Staging staging;
+  if (staging.size < bytes) {
+    std::free(staging.data);
+    staging.size = (bytes + 63) / 64 * 64;
+    staging.data = std::aligned_alloc(64, staging.size);
+    if (!staging.data)
+      staging.size = 0;
+  }
+  return staging.data;
+}
+
 /// Runs `c` on the caller's buffers, bound to the arguments `args` in the
-/// order src, weights, dst.
+/// order src, weights, dst, through the staging filter where `c` reorders.
 bool execute(const Cached &c, std::array<int, 3> args,
              std::array<void *, 3> data) {
   Engine &e = engine();
-  dnnl_memory_t mem[3] = {nullptr, nullptr, nullptr};
+  void *userWeights = data[1];
+  if (c.reorder &&
+      !(data[1] = stagingBuffer(dnnl_memory_desc_get_size(&c.weights))))
+    return false;
+  dnnl_memory_t mem[4] = {nullptr, nullptr, nullptr, nullptr};
   const dnnl_memory_desc_t *mds[3] = {&c.src, &c.weights, &c.dst};
   bool ok = true;
   for (int i = 0; i < 3 && ok; ++i)
     ok = dnnl_memory_create(&mem[i], mds[i], e.engine, data[i]) == dnnl_success;
+  if (ok && c.reorder)
+    ok = dnnl_memory_create(&mem[3], &c.userWeights, e.engine, userWeights) ==
+         dnnl_success;
+  auto reorder = [&] {
+    dnnl_exec_arg_t bound[2] = {
+        {DNNL_ARG_FROM, c.reorderAfter ? mem[1] : mem[3]},
+        {DNNL_ARG_TO, c.reorderAfter ? mem[3] : mem[1]}};
+    return dnnl_primitive_execute(c.reorder, e.stream, 2, bound) ==
+           dnnl_success;
+  };
+  if (ok && c.reorder && !c.reorderAfter)
+    ok = reorder();
   if (ok) {
     dnnl_exec_arg_t bound[3] = {
         {args[0], mem[0]}, {args[1], mem[1]}, {args[2], mem[2]}};
     ok = dnnl_primitive_execute(c.primitive, e.stream, 3, bound) ==
-             dnnl_success &&
-         dnnl_stream_wait(e.stream) == dnnl_success;
+         dnnl_success;
   }
+  if (ok && c.reorder && c.reorderAfter)
+    ok = reorder();
+  ok = ok && dnnl_stream_wait(e.stream) == dnnl_success;
   for (dnnl_memory_t m : mem)
     if (m)
       dnnl_memory_destroy(m);
@@ -149,13 +204,34 @@ bool filterDesc(const mpTensor *t, int64_t groups, dnnl_memory_desc_t &md) {
          dnnl_success;
 }
 
+/// Creates `c.reorder` between the caller's filter layout and the
+/// primitive's, in the direction `c.reorderAfter` says.
+bool createReorder(Cached &c) {
+  Engine &e = engine();
+  const dnnl_memory_desc_t &from = c.reorderAfter ? c.weights : c.userWeights;
+  const dnnl_memory_desc_t &to = c.reorderAfter ? c.userWeights : c.weights;
+  dnnl_primitive_desc_t pd = nullptr;
+  bool ok = dnnl_reorder_primitive_desc_create(&pd, &from, e.engine, &to,
+                                               e.engine, nullptr) ==
+                dnnl_success &&
+            dnnl_primitive_create(&c.reorder, pd) == dnnl_success;
+  if (pd)
+    dnnl_primitive_desc_destroy(pd);
+  return ok;
+}
+
 /// Creates the primitive of one call, or leaves it null.
 Cached create(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
               const mpTensor *dst, const mpWindow *w) {
   Cached c;
   bool last = w->channelsLast != 0;
   if (!activationDesc(src, last, c.src) || !activationDesc(dst, last, c.dst) ||
-      !filterDesc(weights, w->groups, c.weights))
+      !filterDesc(weights, w->groups, c.userWeights))
+    return c;
+  c.weights = c.userWeights;
+  if (last && dnnl_memory_desc_init_by_tag(
+                  &c.weights, c.userWeights.ndims, c.userWeights.dims,
+                  c.userWeights.data_type, dnnl_format_tag_any) != dnnl_success)
     return c;
   dnnl_dims_t strides = {w->strides[0], w->strides[1]};
   dnnl_dims_t dilates = {w->dilations[0] - 1, w->dilations[1] - 1};
@@ -163,10 +239,20 @@ Cached create(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
   dnnl_dims_t padR = {w->padding[2], w->padding[3]};
   Engine &e = engine();
   // The backward passes need the forward primitive descriptor as a hint.
+  // A weight gradient may be f32 under bf16 activations (mixed precision's
+  // f32 master weights); the forward pass it stands for had bf16 weights.
+  dnnl_memory_desc_t forwardWeights = c.weights;
+  forwardWeights.data_type = c.src.data_type;
+  if (forwardWeights.format_kind != dnnl_format_kind_any &&
+      dnnl_memory_desc_init_by_tag(
+          &forwardWeights, forwardWeights.ndims, forwardWeights.dims,
+          forwardWeights.data_type,
+          w->groups == 1 ? dnnl_oihw : dnnl_goihw) != dnnl_success)
+    return c;
   dnnl_convolution_desc_t forward;
   if (dnnl_dilated_convolution_forward_desc_init(
           &forward, dnnl_forward_training, dnnl_convolution_direct, &c.src,
-          &c.weights, nullptr, &c.dst, strides, dilates, padL, padR) !=
+          &forwardWeights, nullptr, &c.dst, strides, dilates, padL, padR) !=
       dnnl_success)
     return c;
   dnnl_primitive_desc_t forwardPd = nullptr, pd = nullptr;
@@ -191,9 +277,18 @@ Cached create(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
       status = dnnl_primitive_desc_create(&pd, &desc, nullptr, e.engine,
                                           forwardPd);
   }
-  if (status == dnnl_success && pd && optimisedImpl(pd))
-    if (dnnl_primitive_create(&c.primitive, pd) != dnnl_success)
+  if (status == dnnl_success && pd && optimisedImpl(pd) &&
+      dnnl_primitive_create(&c.primitive, pd) == dnnl_success && last) {
+    c.reorderAfter = kind == DnnlConv::BackwardWeights;
+    c.weights = *dnnl_primitive_desc_query_md(
+        pd, c.reorderAfter ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
+        0);
+    if (!dnnl_memory_desc_equal(&c.weights, &c.userWeights) &&
+        !createReorder(c)) {
+      dnnl_primitive_destroy(c.primitive);
       c.primitive = nullptr;
+    }
+  }
   if (pd)
     dnnl_primitive_desc_destroy(pd);
   if (forwardPd)
