@@ -275,7 +275,8 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                                            llvm::StringRef entry,
                                            const AmpConfig &amp,
                                            const NumericsConfig &numerics,
-                                           CompileProgress *progress) {
+                                           CompileProgress *progress,
+                                           const LayoutConfig &layout) {
   CompileProgress::Scope phases(progress);
   FailureOr<func::FuncOp> fn = findTrainStep(module, entry);
   if (failed(fn))
@@ -302,6 +303,21 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
   } else if (!amp.options.empty()) {
     return module.emitError()
            << "mixed-precision options given with --amp=off";
+  }
+  if (layout.layout != "off") {
+    tg::TGAssignLayoutOptions options;
+    options.layout = layout.layout;
+    options.target = layout.target;
+    options.reportFile = layout.reportFile;
+    PassManager pm(module.getContext());
+    pm.addPass(tg::createTGAssignLayout(options));
+    if (progress) {
+      progress->beginPhase("layout assignment (" + layout.layout + ")",
+                           CompileProgress::countOps(module));
+      progress->watch(pm);
+    }
+    if (failed(pm.run(module)))
+      return failure();
   }
   if (numerics.enabled) {
     tg::TGCheckNumericsOptions options;

@@ -1172,6 +1172,19 @@ ConvCase randomConv(std::mt19937_64 &rng) {
   }
 }
 
+/// `k` made a 1x1, stride-1, unpadded, ungrouped NHWC convolution: the
+/// shape the CPU backend runs as a matrix product.
+void makePointwise(ConvCase &k) {
+  k.kh = k.kw = 1;
+  k.groups = k.win.groups = 1;
+  k.win.strides[0] = k.win.strides[1] = 1;
+  for (int64_t &p : k.win.padding)
+    p = 0;
+  k.win.channelsLast = 1;
+  k.oh = k.h;
+  k.ow = k.w;
+}
+
 /// The f64 convolution, straight from the definition; `absSum` gets the
 /// sum of |products| per output (for rounding bounds).
 std::vector<double> referenceConv(const ConvCase &k,
@@ -1224,6 +1237,8 @@ void testConvolution(std::mt19937_64 &rng) {
   int64_t runs = 0;
   for (int trial = 0; trial < 40; ++trial) {
     ConvCase k = randomConv(rng);
+    if (trial % 4 == 0)
+      makePointwise(k);
     F64 x(k.act(k.c, k.h, k.w), rng),
         f({k.o, k.c / k.groups, k.kh, k.kw}, rng),
         dy(k.act(k.o, k.oh, k.ow), rng);

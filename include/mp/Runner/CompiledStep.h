@@ -39,6 +39,15 @@ struct AmpConfig {
   std::string policyFile;
 };
 
+/// Whether and how to run tg-assign-layout after mixed precision: its
+/// `layout` (off, auto, nhwc, nchw), the `target` whose preference auto
+/// follows (cpu, cuda), and its report file.
+struct LayoutConfig {
+  std::string layout = "off";
+  std::string target = "cpu";
+  std::string reportFile;
+};
+
 /// Whether and how to run tg-check-numerics after mixed precision.
 struct NumericsConfig {
   bool enabled = false;
@@ -64,15 +73,17 @@ mlir::FailureOr<bool> makeTrainStep(mlir::ModuleOp module,
 mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,
                                                   llvm::StringRef entry);
 
-/// Runs the mixed-precision pipeline on `module` (in place), adds the
-/// step's forward function (`<entry>_forward`, computing the `logits`
-/// output alone, with the step's precisions) and runs tg-lower-to-llvm;
-/// returns the signature of the step. Diagnostics go to the context's
-/// handler; `progress`, when given, hears of each phase and pass.
+/// Runs the mixed-precision pipeline and tg-assign-layout on `module` (in
+/// place), adds the step's forward function (`<entry>_forward`, computing
+/// the `logits` output alone, with the step's precisions and layouts) and
+/// runs tg-lower-to-llvm; returns the signature of the step. Diagnostics go
+/// to the context's handler; `progress`, when given, hears of each phase and
+/// pass.
 mlir::FailureOr<StepSignature>
 lowerStep(mlir::ModuleOp module, llvm::StringRef entry, const AmpConfig &amp,
           const NumericsConfig &numerics = NumericsConfig(),
-          CompileProgress *progress = nullptr);
+          CompileProgress *progress = nullptr,
+          const LayoutConfig &layout = LayoutConfig());
 
 /// Lowers the function `name` of `module` as it is (no mixed precision, no
 /// training step): every argument is an input (its role taken from its

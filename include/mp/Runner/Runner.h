@@ -50,6 +50,7 @@ struct CompileOptions {
   /// The step function; empty: the one marked tg.train_step.
   std::string entry;
   AmpConfig amp;
+  LayoutConfig layout;
   NumericsConfig numerics;
   Backend backend = Backend::CPU;
   /// LLVM's optimisation level for the JIT.

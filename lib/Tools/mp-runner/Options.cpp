@@ -19,6 +19,12 @@ llvm::Error tools::checkOptions(const Options &o) {
     return bad("no training step given (mp-runner <step.mlir>; see --help)");
   if (o.amp != "f16" && o.amp != "bf16" && o.amp != "off" && o.amp != "auto")
     return bad("--amp must be f16, bf16, off or auto, not '" + o.amp + "'");
+  if (o.layout != "auto" && o.layout != "nhwc" && o.layout != "nchw" &&
+      o.layout != "off")
+    return bad("--layout must be auto, nhwc, nchw or off, not '" + o.layout +
+               "'");
+  if (!o.layoutReport.empty() && o.layout == "off")
+    return bad("--layout-report needs a layout other than off");
   if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
     return bad("--backend must be cpu, cuda or auto, not '" + o.backend + "'");
   if (o.steps < 1 || o.steps > runner::kMaxSteps)

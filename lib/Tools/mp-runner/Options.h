@@ -39,6 +39,17 @@ struct Options {
       llvm::cl::desc("tg-mixed-precision options, e.g. \"loss-scaling=dynamic "
                      "growth-interval=100\" (default: none)"),
       llvm::cl::init(""), llvm::cl::cat(category)};
+  llvm::cl::opt<std::string> layout{
+      "layout",
+      llvm::cl::desc(
+          "Activation layout of convolutions, pooling and batch norm: auto "
+          "(default: the backend's preference, NHWC on the CPU), nhwc, nchw, "
+          "or off (as the model has them)"),
+      llvm::cl::init("auto"), llvm::cl::cat(category)};
+  llvm::cl::opt<std::string> layoutReport{
+      "layout-report",
+      llvm::cl::desc("Write tg-assign-layout's report (JSON) here"),
+      llvm::cl::init(""), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> backend{
       "backend",
       llvm::cl::desc("cpu, cuda or auto (default: the GPU "

@@ -124,6 +124,9 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.amp.mode = mode;
   options.amp.options = mode == "off" ? std::string() : o.ampOptions.getValue();
   options.amp.policyFile = mode == "off" ? std::string() : policyFile;
+  options.layout.layout = o.layout;
+  options.layout.target = backend.backend == Backend::CUDA ? "cuda" : "cpu";
+  options.layout.reportFile = o.layoutReport;
   options.numerics = numerics;
   options.backend = backend.backend;
   options.optLevel = o.optLevel;

@@ -1,8 +1,9 @@
 //===- Conv.cpp - convolution, pooling and batch norm on the CPU ----------===//
 //
 // Direct loops, written from the definitions: the reference the tests hold
-// oneDNN and the CUDA backend to. mpConv2d and its gradients first offer the
-// call to oneDNN (Dnnl.cpp), which takes f32 and bf16 storage with f32
+// oneDNN and the CUDA backend to. mpConv2d and its gradients run 1x1 NHWC
+// convolutions as oneDNN matmuls, and first offer the others to oneDNN
+// (Dnnl.cpp), which takes f32 and bf16 storage with f32
 // accumulation where the CPU supports it; f16 (and unsupported bf16)
 // storage computing in f32 goes to oneDNN's f32 convolution on exactly
 // widened copies, the result rounded once; everything else (f64, f16 or
@@ -91,6 +92,39 @@ struct Widened {
   }
 };
 
+/// Runs a pass of a 1x1, stride-1, unpadded, ungrouped NHWC convolution as
+/// the matrix product it is, on the caller's buffers: with M = N*H*W, the
+/// activations are [M, C] and [M, O] matrices and the filter an [O, C] one.
+/// Forward: Y = X W^T; data: dX = dY W; weights: dW = dY^T X. oneDNN's
+/// matmul takes the plain filter, where its convolutions want it reordered
+/// into their blocked layout on every call (the bottleneck convolutions of
+/// ResNet-50 are 1x1).
+bool pointwiseMatmul(DnnlConv kind, const mpTensor *src,
+                     const mpTensor *weights, const mpTensor *dst,
+                     const mpWindow *w, mpElementType compute) {
+  if (compute != MP_F32 || !w->channelsLast || w->groups != 1 ||
+      weights->shape[2] != 1 || weights->shape[3] != 1 ||
+      w->strides[0] != 1 || w->strides[1] != 1)
+    return false;
+  for (int64_t p : w->padding)
+    if (p != 0)
+      return false;
+  int64_t m = src->shape[0] * src->shape[1] * src->shape[2];
+  int64_t c = weights->shape[1], o = weights->shape[0];
+  switch (kind) {
+  case DnnlConv::Forward:
+    return dnnlMatmul(src, weights, const_cast<mpTensor *>(dst), false, true,
+                      m, o, c, 1, true, true);
+  case DnnlConv::BackwardData:
+    return dnnlMatmul(dst, weights, const_cast<mpTensor *>(src), false, false,
+                      m, c, o, 1, true, true);
+  case DnnlConv::BackwardWeights:
+    return dnnlMatmul(dst, src, const_cast<mpTensor *>(weights), true, false,
+                      o, c, m, 1, true, true);
+  }
+  return false;
+}
+
 /// Runs a convolution pass on f16 or bf16 storage (computing in f32) as an
 /// f32 oneDNN convolution of the exactly widened operands, the result
 /// rounded once to its storage type: the same arithmetic as the loops
@@ -131,7 +165,8 @@ extern "C" mpStatus mpConv2d(const mpTensor *input, const mpTensor *filter,
   if (!s.init(input, filter, out, w) || !isFloatType(compute) ||
       input->elementType != filter->elementType)
     return MP_ERROR_INVALID_ARGUMENT;
-  if (dnnlConv2d(DnnlConv::Forward, input, filter, out, w, compute) ||
+  if (pointwiseMatmul(DnnlConv::Forward, input, filter, out, w, compute) ||
+      dnnlConv2d(DnnlConv::Forward, input, filter, out, w, compute) ||
       widenedDnnl(DnnlConv::Forward, input, filter, out, w, compute))
     return MP_OK;
   withCompute(compute, [&](auto a) {
@@ -155,7 +190,8 @@ extern "C" mpStatus mpConv2dGradInput(const mpTensor *dy,
   if (!s.init(dx, filter, dy, w) || !isFloatType(compute) ||
       dy->elementType != filter->elementType)
     return MP_ERROR_INVALID_ARGUMENT;
-  if (dnnlConv2d(DnnlConv::BackwardData, dx, filter, dy, w, compute) ||
+  if (pointwiseMatmul(DnnlConv::BackwardData, dx, filter, dy, w, compute) ||
+      dnnlConv2d(DnnlConv::BackwardData, dx, filter, dy, w, compute) ||
       widenedDnnl(DnnlConv::BackwardData, dx, filter, dy, w, compute))
     return MP_OK;
   withCompute(compute, [&](auto a) {
@@ -179,7 +215,9 @@ extern "C" mpStatus mpConv2dGradFilter(const mpTensor *dy,
   if (!s.init(input, dfilter, dy, w) || !isFloatType(compute) ||
       dy->elementType != input->elementType)
     return MP_ERROR_INVALID_ARGUMENT;
-  if (dnnlConv2d(DnnlConv::BackwardWeights, input, dfilter, dy, w,
+  if (pointwiseMatmul(DnnlConv::BackwardWeights, input, dfilter, dy, w,
+                      compute) ||
+      dnnlConv2d(DnnlConv::BackwardWeights, input, dfilter, dy, w,
                  compute) ||
       widenedDnnl(DnnlConv::BackwardWeights, input, dfilter, dy, w, compute))
     return MP_OK;

@@ -241,6 +241,68 @@ def TGAutoMixedPrecision : Pass<"tg-auto-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGAssignLayout : Pass<"tg-assign-layout", "::mlir::ModuleOp"> {
+  let summary = "Choose NCHW or NHWC for convolutions, pooling and batch "
+                "norm, with the fewest transposes";
+  let description = [{
+    Convolutions, pooling and batch norm (forward and gradient ops) take
+    their activations in NCHW or, with `channels_last`, in NHWC; filters
+    stay OIHW. Which one is fast depends on the target and the precision:
+    oneDNN's direct convolutions on the CPU (AVX2, AVX-512, AVX512_BF16)
+    take NHWC and run NCHW as im2col GEMMs, and tensor cores want NHWC for
+    f16 and bf16. This pass gives every such op of a function the layout
+    chosen for the function, and keeps the rest of the function as it was:
+
+    1. each op whose layout changes reads `tg.transpose`d activations and
+       its activation results are transposed back;
+    2. transposes sink through layout-agnostic elementwise ops (arithmetic,
+       activations and their gradients, casts) whose other operands are
+       scalars, splat constants, or broadcasts and reshapes that permute
+       for free; reductions absorb a transpose by renumbering their axes;
+    3. a transpose that moves only size-1 dimensions becomes a reshape, and
+       a transpose of a transpose composes (back-to-back pairs vanish).
+
+    What stays is a transpose at each edge of the region: the input image,
+    and activations that reach an op the pass cannot see through. With
+    `layout=auto` the target decides: `cpu` prefers NHWC at every
+    precision (measured: `docs/Layout.md`); `cuda` prefers NHWC for f16
+    and bf16 convolutions and NCHW for f32 ones, and a function takes the
+    layout most of its convolution work prefers. `layout=off` (and a
+    function without convolutions, pooling or batch norm) changes nothing.
+    Dropout and random numbers depend on element positions, so a transpose
+    does not cross them.
+
+    Before:
+
+    ```mlir
+    %y = tg.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
+        : (tensor<8x16x32x32xf32>, tensor<16x16x3x3xf32>) -> tensor<8x16x32x32xf32>
+    %r = tg.relu %y : tensor<8x16x32x32xf32>
+    ```
+
+    After (`layout=nhwc`):
+
+    ```mlir
+    %0 = tg.transpose %x permutation = [0, 2, 3, 1] : ...
+    %y = tg.conv2d %0, %w ... channels_last : ... -> tensor<8x32x32x16xf32>
+    %r = tg.relu %y : tensor<8x32x32x16xf32>
+    %1 = tg.transpose %r permutation = [0, 3, 1, 2] : ...
+    ```
+
+    `report=<file>` writes, per function, the layout, why, every op
+    changed and the transposes left (count and elements per step), as JSON.
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+  let options = [
+    Option<"layout", "layout", "std::string", /*default=*/"\"auto\"",
+           "auto (the target's preference), nhwc, nchw, or off">,
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Whose preference layout=auto follows: cpu or cuda">,
+    Option<"reportFile", "report", "std::string", /*default=*/"\"\"",
+           "Write the layout report (JSON) to this file">,
+  ];
+}
+
 def TGInsertLossScaling : Pass<"tg-insert-loss-scaling", "::mlir::ModuleOp"> {
   let summary = "Scale the loss, unscale and check the gradients, skip the "
                 "step on overflow, and update the scale, all in the step";

@@ -1,0 +1,439 @@
+//===- AssignLayout.cpp - the tg-assign-layout pass -----------------------===//
+//
+// Gives the convolutions, pooling and batch-norm ops of each function one
+// activation layout (NCHW or NHWC), then moves the transposes this needs
+// out of the way: they sink through layout-agnostic elementwise ops, are
+// absorbed by reductions, become reshapes where they move only size-1
+// dimensions, and cancel in back-to-back pairs (TransposeOp's fold); CSE
+// then merges transposes of one value. What is left are transposes at the
+// edges of the converted region, which the report counts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Dialect/TG/Transforms/Passes.h"
+
+#include "mp/Dialect/TG/IR/TGOps.h"
+#include "mp/Support/FileOutput.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/JSON.h"
+
+namespace mp::tg {
+#define GEN_PASS_DEF_TGASSIGNLAYOUT
+#include "mp/Dialect/TG/Transforms/Passes.h.inc"
+} // namespace mp::tg
+
+using namespace mlir;
+using namespace mp;
+using namespace mp::tg;
+
+namespace {
+
+constexpr int64_t kToLast[] = {0, 2, 3, 1};  // NCHW -> NHWC
+constexpr int64_t kToFirst[] = {0, 3, 1, 2}; // NHWC -> NCHW
+
+/// The ops whose activations have a layout (a `channels_last` attribute).
+bool hasLayout(Operation *op) {
+  return isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp, MaxPool2dOp,
+             AvgPool2dOp, MaxPool2dGradOp, AvgPool2dGradOp, BatchNormOp,
+             BatchNormInferenceOp, BatchNormGradOp>(op);
+}
+
+bool isChannelsLast(Operation *op) {
+  return op->hasAttr("channels_last");
+}
+
+/// Whether operand `i` of a layout op is an activation (filters are OIHW
+/// in both layouts; batch-norm statistics are per channel).
+bool isActivationOperand(Operation *op, unsigned i) {
+  if (isa<Conv2dOp, Conv2dGradInputOp>(op))
+    return i == 0;
+  auto type = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+  return type && type.getRank() == 4;
+}
+
+bool isActivationResult(Operation *op, unsigned i) {
+  if (isa<Conv2dGradFilterOp>(op))
+    return false;
+  auto type = dyn_cast<RankedTensorType>(op->getResult(i).getType());
+  return type && type.getRank() == 4;
+}
+
+/// `type` with its dimensions permuted as a transpose by `perm` would.
+RankedTensorType permuted(RankedTensorType type, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  return type.clone(shape);
+}
+
+SmallVector<int64_t> inverse(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inv(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inv[p] = int64_t(i);
+  return inv;
+}
+
+/// Whether transposing a tensor of `shape` by `perm` keeps its elements in
+/// memory order: the dimensions larger than 1 keep their order.
+bool isReshape(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (shape[p] == 1)
+      continue;
+    if (p < last)
+      return false;
+    last = p;
+  }
+  return true;
+}
+
+/// Rewrites a layout op to `toLast` (NHWC) or NCHW: transposed activation
+/// operands in, activation results transposed back.
+void convert(Operation *op, bool toLast, OpBuilder &b) {
+  ArrayRef<int64_t> in = toLast ? kToLast : kToFirst;
+  ArrayRef<int64_t> out = toLast ? kToFirst : kToLast;
+  b.setInsertionPoint(op);
+  SmallVector<Value> operands(op->getOperands());
+  for (unsigned i = 0, e = op->getNumOperands(); i < e; ++i)
+    if (isActivationOperand(op, i))
+      operands[i] = TransposeOp::create(b, op->getLoc(), operands[i], in);
+  Operation *flipped = b.clone(*op);
+  flipped->setOperands(operands);
+  if (toLast)
+    flipped->setAttr("channels_last", b.getUnitAttr());
+  else
+    flipped->removeAttr("channels_last");
+  b.setInsertionPointAfter(flipped);
+  for (unsigned i = 0, e = op->getNumResults(); i < e; ++i) {
+    Value result = flipped->getResult(i);
+    if (!isActivationResult(op, i))
+      continue;
+    result.setType(permuted(cast<RankedTensorType>(result.getType()), in));
+    op->getResult(i).replaceAllUsesWith(
+        TransposeOp::create(b, op->getLoc(), result, out));
+  }
+  for (unsigned i = 0, e = op->getNumResults(); i < e; ++i)
+    if (!isActivationResult(op, i))
+      op->getResult(i).replaceAllUsesWith(flipped->getResult(i));
+  op->erase();
+}
+
+/// Ops that compute each element from the same element of their operands,
+/// so that a transpose commutes with them. Dropout and random numbers are
+/// not among them: what they draw depends on the element's position.
+bool isLayoutAgnostic(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, NegOp, ReluOp,
+             TanhOp, SigmoidOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SquareOp, ErfOp,
+             SinOp, CosOp, GeluOp, ReluGradOp, TanhGradOp, SigmoidGradOp,
+             GeluGradOp, CastOp>(op);
+}
+
+/// Whether `t` broadcasts against a tensor of any layout unchanged.
+bool broadcastsAnyway(Type t) {
+  return llvm::all_of(cast<RankedTensorType>(t).getShape(),
+                      [](int64_t d) { return d == 1; });
+}
+
+/// Whether `v` can be had permuted by `inv` without moving data: a
+/// reshape where only size-1 dimensions move, a broadcast of such a
+/// reshape, a splat constant, or a layout-agnostic op used only here whose
+/// operands can (the gradient of a global average pool: a broadcast, a
+/// cast and a scaling).
+bool permutesForFree(Value v, ArrayRef<int64_t> inv, int depth = 0) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (isReshape(type.getShape(), inv))
+    return true;
+  if (auto broadcast = v.getDefiningOp<BroadcastToOp>()) {
+    auto source = cast<RankedTensorType>(broadcast.getInput().getType());
+    return source.getRank() == type.getRank() &&
+           isReshape(source.getShape(), inv);
+  }
+  if (auto constant = v.getDefiningOp<ConstantOp>()) {
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    return dense && dense.isSplat();
+  }
+  Operation *op = v.getDefiningOp();
+  if (!op || depth == 8 || !isLayoutAgnostic(op) || !v.hasOneUse())
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    return broadcastsAnyway(operand.getType()) ||
+           (cast<RankedTensorType>(operand.getType()).getShape() ==
+                type.getShape() &&
+            permutesForFree(operand, inv, depth + 1));
+  });
+}
+
+/// `v` permuted by `inv`, where permutesForFree(v, inv).
+Value permuteForFree(PatternRewriter &rewriter, Location loc, Value v,
+                     ArrayRef<int64_t> inv) {
+  auto type = cast<RankedTensorType>(v.getType());
+  RankedTensorType target = permuted(type, inv);
+  if (isReshape(type.getShape(), inv))
+    return ReshapeOp::create(rewriter, loc, target, v);
+  if (auto broadcast = v.getDefiningOp<BroadcastToOp>()) {
+    auto source = cast<RankedTensorType>(broadcast.getInput().getType());
+    Value reshaped = ReshapeOp::create(rewriter, loc, permuted(source, inv),
+                                       broadcast.getInput());
+    return BroadcastToOp::create(rewriter, loc, target, reshaped);
+  }
+  if (auto constant = v.getDefiningOp<ConstantOp>())
+    return ConstantOp::create(
+        rewriter, loc, target,
+        cast<DenseElementsAttr>(constant.getValue()).reshape(target));
+  Operation *op = v.getDefiningOp();
+  SmallVector<Value> operands;
+  for (Value operand : op->getOperands())
+    operands.push_back(broadcastsAnyway(operand.getType())
+                           ? operand
+                           : permuteForFree(rewriter, loc, operand, inv));
+  Operation *copy = rewriter.clone(*op);
+  copy->setOperands(operands);
+  copy->getResult(0).setType(target);
+  return copy->getResult(0);
+}
+
+/// op(transpose(a, p), transpose(b, p)) -> transpose(op(a, b), p) for a
+/// layout-agnostic op; scalar and size-1 operands broadcast either way, and
+/// other operands must permute for free.
+struct SinkTranspose : RewritePattern {
+  SinkTranspose(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!isLayoutAgnostic(op) || op->getNumResults() != 1)
+      return failure();
+    auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!resultType)
+      return failure();
+    // The permutation of a transposed operand of the result's full shape.
+    std::optional<SmallVector<int64_t>> perm;
+    for (Value v : op->getOperands())
+      if (auto t = v.getDefiningOp<TransposeOp>())
+        if (t.getType().getShape() == resultType.getShape()) {
+          perm.emplace(t.getPermutation());
+          break;
+        }
+    if (!perm)
+      return failure();
+    SmallVector<int64_t> inv = inverse(*perm);
+    // Check every operand before creating anything.
+    for (Value v : op->getOperands()) {
+      auto t = v.getDefiningOp<TransposeOp>();
+      if ((t && t.getPermutation() == ArrayRef<int64_t>(*perm)) ||
+          broadcastsAnyway(v.getType()))
+        continue;
+      if (cast<RankedTensorType>(v.getType()).getShape() !=
+              resultType.getShape() ||
+          !permutesForFree(v, inv))
+        return failure();
+    }
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands()) {
+      auto t = v.getDefiningOp<TransposeOp>();
+      if (t && t.getPermutation() == ArrayRef<int64_t>(*perm))
+        operands.push_back(t.getInput());
+      else if (broadcastsAnyway(v.getType()))
+        operands.push_back(v);
+      else
+        operands.push_back(permuteForFree(rewriter, op->getLoc(), v, inv));
+    }
+    Operation *sunk = rewriter.clone(*op);
+    sunk->setOperands(operands);
+    sunk->getResult(0).setType(permuted(resultType, inv));
+    rewriter.replaceOpWithNewOp<TransposeOp>(op, sunk->getResult(0), *perm);
+    return success();
+  }
+};
+
+/// reduce(transpose(x, p), axes) -> reduce(x, p(axes)), where the kept
+/// dimensions stay in order (or are kept as size 1, and the transpose
+/// sinks below the reduction).
+template <typename Reduce> struct ReduceThroughTranspose : OpRewritePattern<Reduce> {
+  using OpRewritePattern<Reduce>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(Reduce op,
+                                PatternRewriter &rewriter) const override {
+    auto t = op.getInput().template getDefiningOp<TransposeOp>();
+    if (!t)
+      return failure();
+    ArrayRef<int64_t> perm = t.getPermutation();
+    SmallVector<int64_t> axes;
+    for (int64_t a : op.getAxes())
+      axes.push_back(perm[a]);
+    llvm::sort(axes);
+    if (!op.getKeepDims()) {
+      int64_t last = -1;
+      for (int64_t i = 0, e = int64_t(perm.size()); i < e; ++i) {
+        if (llvm::is_contained(op.getAxes(), i))
+          continue;
+        if (perm[i] < last)
+          return failure();
+        last = perm[i];
+      }
+    }
+    auto reduced = cast<Reduce>(rewriter.clone(*op));
+    reduced.getInputMutable().assign(t.getInput());
+    reduced.setAxes(axes);
+    if (!op.getKeepDims()) {
+      rewriter.replaceOp(op, reduced.getResult());
+      return success();
+    }
+    reduced.getResult().setType(
+        permuted(op.getType(), inverse(perm)));
+    rewriter.replaceOpWithNewOp<TransposeOp>(op, reduced.getResult(), perm);
+    return success();
+  }
+};
+
+/// A transpose that moves only size-1 dimensions is a reshape.
+struct TransposeToReshape : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isReshape(op.getInput().getType().getShape(), op.getPermutation()))
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+    return success();
+  }
+};
+
+/// The transposes of rank-4 tensors in `fn`, and their elements.
+std::pair<int64_t, int64_t> countTransposes(func::FuncOp fn) {
+  int64_t count = 0, elements = 0;
+  fn.walk([&](TransposeOp t) {
+    if (t.getType().getRank() != 4)
+      return;
+    ++count;
+    elements += t.getType().getNumElements();
+  });
+  return {count, elements};
+}
+
+struct TGAssignLayoutPass
+    : public mp::tg::impl::TGAssignLayoutBase<TGAssignLayoutPass> {
+  using Base::Base;
+
+  /// The layout `target` prefers for `op` (a convolution); its weight is
+  /// the convolution's multiply-adds.
+  bool prefersLast(Operation *op) const {
+    if (target == "cpu")
+      return true;
+    auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+    return type.getElementType().isF16() || type.getElementType().isBF16();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (layout != "auto" && layout != "nhwc" && layout != "nchw" &&
+        layout != "off") {
+      module.emitError() << "tg-assign-layout: layout '" << layout
+                         << "' is not auto, nhwc, nchw or off";
+      return signalPassFailure();
+    }
+    if (target != "cpu" && target != "cuda") {
+      module.emitError() << "tg-assign-layout: target '" << target
+                         << "' is not cpu or cuda";
+      return signalPassFailure();
+    }
+    llvm::json::Array functions;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      SmallVector<Operation *> ops;
+      double lastWork = 0, firstWork = 0;
+      fn.walk([&](Operation *op) {
+        if (!hasLayout(op))
+          return;
+        ops.push_back(op);
+        if (!isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op))
+          return;
+        // Multiply-adds: the filter's elements times the output positions.
+        auto filter = cast<RankedTensorType>(op->getOperand(1).getType());
+        double work = double(filter.getNumElements()) *
+                      double(cast<RankedTensorType>(op->getOperand(0).getType())
+                                 .getNumElements());
+        (prefersLast(op) ? lastWork : firstWork) += work;
+      });
+      if (ops.empty() || layout == "off")
+        continue;
+      bool toLast;
+      std::string reason;
+      if (layout == "auto") {
+        toLast = lastWork >= firstWork && (lastWork > 0 || target == "cpu");
+        reason = target == "cpu"
+                     ? "the CPU backend's convolutions (oneDNN) run NHWC "
+                       "directly and NCHW as im2col GEMMs"
+                     : (toLast ? "most convolution work is f16/bf16, which "
+                                 "tensor cores take in NHWC"
+                               : "most convolution work is f32, whose NCHW "
+                                 "kernels are the tuned ones");
+      } else {
+        toLast = layout == "nhwc";
+        reason = "layout=" + layout.getValue();
+      }
+      auto [before, beforeElements] = countTransposes(fn);
+      llvm::json::Array changed;
+      OpBuilder b(fn.getContext());
+      for (Operation *op : ops) {
+        if (isChannelsLast(op) == toLast)
+          continue;
+        std::string loc;
+        llvm::raw_string_ostream os(loc);
+        op->getLoc().print(os);
+        changed.push_back(llvm::json::Object{
+            {"op", op->getName().getStringRef()},
+            {"loc", loc},
+            {"from", toLast ? "nchw" : "nhwc"},
+            {"to", toLast ? "nhwc" : "nchw"}});
+        convert(op, toLast, b);
+      }
+      RewritePatternSet patterns(fn.getContext());
+      patterns.add<SinkTranspose, TransposeToReshape,
+                   ReduceThroughTranspose<ReduceSumOp>,
+                   ReduceThroughTranspose<ReduceMeanOp>,
+                   ReduceThroughTranspose<ReduceMaxOp>>(fn.getContext());
+      if (failed(applyPatternsGreedily(fn, std::move(patterns)))) {
+        fn.emitError() << "tg-assign-layout: moving the transposes did not "
+                          "converge";
+        return signalPassFailure();
+      }
+      // One transpose per value: the ops reading the input image each
+      // got their own.
+      IRRewriter rewriter(fn.getContext());
+      DominanceInfo dominance(fn);
+      eliminateCommonSubExpressions(rewriter, dominance, fn);
+      auto [after, afterElements] = countTransposes(fn);
+      functions.push_back(llvm::json::Object{
+          {"function", fn.getSymName()},
+          {"layout", toLast ? "nhwc" : "nchw"},
+          {"reason", reason},
+          {"changed", std::move(changed)},
+          {"transposes",
+           llvm::json::Object{{"before", before},
+                              {"after", after},
+                              {"elements_before", beforeElements},
+                              {"elements_after", afterElements}}}});
+    }
+    if (reportFile.empty())
+      return;
+    llvm::json::Object report{{"layout", layout.getValue()},
+                              {"target", target.getValue()},
+                              {"functions", std::move(functions)}};
+    if (llvm::Error e = writeFileAtomically(reportFile, [&](raw_ostream &os) {
+          os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
+             << "\n";
+          return llvm::Error::success();
+        })) {
+      module.emitError() << "tg-assign-layout: report: "
+                         << llvm::toString(std::move(e));
+      return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
