@@ -123,3 +123,27 @@ func.func @bf16(%x: tensor<2x4x8x8xbf16>, %w: tensor<4x4x3x3xbf16>, %s: tensor<b
   %a = tg.add %c, %s : (tensor<2x4x8x8xbf16>, tensor<bf16>) -> tensor<2x4x8x8xbf16>
   return %a : tensor<2x4x8x8xbf16>
 }
+
+// -----
+
+// Squeeze-excite and a bias: a per-sample-and-channel scale [N, C, 1, 1]
+// and a [C, 1, 1] bias (broadcast from the trailing dimensions) permute as
+// reshapes, so nothing is left between the convolutions.
+// CHECK-LABEL: func.func @squeeze_excite
+// CHECK: tg.transpose %arg0
+// CHECK-NOT: tg.transpose
+// CHECK: tg.reduce_mean %{{.*}} axes = [1, 2] keep_dims : (tensor<2x8x8x4xf32>) -> tensor<2x1x1x4xf32>
+// CHECK: tg.reshape %arg2 : (tensor<4x1x1xf32>) -> tensor<1x1x1x4xf32>
+// CHECK-NOT: tg.transpose
+// CHECK: tg.conv2d {{.*}} channels_last
+// CHECK-NEXT: tg.transpose
+// CHECK-NEXT: return
+func.func @squeeze_excite(%x: tensor<2x4x8x8xf32>, %w: tensor<4x4x1x1xf32>, %bias: tensor<4x1x1xf32>) -> tensor<2x4x8x8xf32> {
+  %c = tg.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x8x8xf32>
+  %m = tg.reduce_mean %c axes = [2, 3] keep_dims : (tensor<2x4x8x8xf32>) -> tensor<2x4x1x1xf32>
+  %s = tg.sigmoid %m : tensor<2x4x1x1xf32>
+  %e = tg.mul %c, %s : (tensor<2x4x8x8xf32>, tensor<2x4x1x1xf32>) -> tensor<2x4x8x8xf32>
+  %b = tg.add %e, %bias : (tensor<2x4x8x8xf32>, tensor<4x1x1xf32>) -> tensor<2x4x8x8xf32>
+  %c2 = tg.conv2d %b, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x8x8xf32>
+  return %c2 : tensor<2x4x8x8xf32>
+}

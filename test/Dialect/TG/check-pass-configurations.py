@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the mixed-precision passes in many configurations over IR files.
+"""Runs the mixed-precision and layout passes in many configurations over IR files.
 
 usage: check-pass-configurations.py MP_OPT FILE...
 
@@ -23,6 +23,9 @@ CONFIGS = [
     "--tg-mixed-precision",
     "--tg-mixed-precision=compute-type=bf16 loss-scaling=static",
     "--tg-mixed-precision=level=force-all",
+    "--tg-assign-layout=layout=nhwc",
+    "--tg-assign-layout=layout=nchw",
+    "--tg-assign-layout=target=cuda",
 ]
 # Errors the passes may legitimately report on some inputs.
 EXPECTED = re.compile(r"tg-insert-loss-scaling: (a training step needs|the "

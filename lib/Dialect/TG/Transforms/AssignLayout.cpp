@@ -139,41 +139,57 @@ bool broadcastsAnyway(Type t) {
                       [](int64_t d) { return d == 1; });
 }
 
-/// Whether `v` can be had permuted by `inv` without moving data: a
-/// reshape where only size-1 dimensions move, a broadcast of such a
-/// reshape, a splat constant, or a layout-agnostic op used only here whose
-/// operands can (the gradient of a global average pool: a broadcast, a
-/// cast and a scaling).
+/// `type` as an operand of a rank-`rank` elementwise op sees it: numpy's
+/// broadcasting aligns the trailing dimensions, so a lower rank gains
+/// leading 1s.
+RankedTensorType expanded(RankedTensorType type, int64_t rank) {
+  SmallVector<int64_t> shape(rank - type.getRank(), 1);
+  llvm::append_range(shape, type.getShape());
+  return type.clone(shape);
+}
+
+/// Whether operand `v` of a rank-`inv.size()` elementwise op can be had
+/// permuted by `inv` without moving data: a (broadcasting) operand where
+/// only size-1 dimensions move, which is a reshape; a broadcast of such a
+/// tensor; a splat constant; or a layout-agnostic op whose operands can
+/// (the gradient of a global average pool: a broadcast, a cast and a
+/// scaling). Such an op is copied for this use, so that its other users
+/// keep the layout they read.
 bool permutesForFree(Value v, ArrayRef<int64_t> inv, int depth = 0) {
   auto type = cast<RankedTensorType>(v.getType());
-  if (isReshape(type.getShape(), inv))
+  int64_t rank = int64_t(inv.size());
+  if (type.getRank() > rank)
+    return false;
+  if (broadcastsAnyway(type) ||
+      isReshape(expanded(type, rank).getShape(), inv))
     return true;
+  if (type.getRank() != rank)
+    return false;
   if (auto broadcast = v.getDefiningOp<BroadcastToOp>()) {
     auto source = cast<RankedTensorType>(broadcast.getInput().getType());
-    return source.getRank() == type.getRank() &&
-           isReshape(source.getShape(), inv);
+    return source.getRank() == rank && isReshape(source.getShape(), inv);
   }
   if (auto constant = v.getDefiningOp<ConstantOp>()) {
     auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
     return dense && dense.isSplat();
   }
   Operation *op = v.getDefiningOp();
-  if (!op || depth == 8 || !isLayoutAgnostic(op) || !v.hasOneUse())
+  if (!op || depth == 8 || !isLayoutAgnostic(op))
     return false;
   return llvm::all_of(op->getOperands(), [&](Value operand) {
-    return broadcastsAnyway(operand.getType()) ||
-           (cast<RankedTensorType>(operand.getType()).getShape() ==
-                type.getShape() &&
-            permutesForFree(operand, inv, depth + 1));
+    return permutesForFree(operand, inv, depth + 1);
   });
 }
 
-/// `v` permuted by `inv`, where permutesForFree(v, inv).
+/// Operand `v` permuted by `inv`, where permutesForFree(v, inv).
 Value permuteForFree(PatternRewriter &rewriter, Location loc, Value v,
                      ArrayRef<int64_t> inv) {
   auto type = cast<RankedTensorType>(v.getType());
-  RankedTensorType target = permuted(type, inv);
-  if (isReshape(type.getShape(), inv))
+  int64_t rank = int64_t(inv.size());
+  if (broadcastsAnyway(type))
+    return v;
+  RankedTensorType target = permuted(expanded(type, rank), inv);
+  if (isReshape(expanded(type, rank).getShape(), inv))
     return ReshapeOp::create(rewriter, loc, target, v);
   if (auto broadcast = v.getDefiningOp<BroadcastToOp>()) {
     auto source = cast<RankedTensorType>(broadcast.getInput().getType());
@@ -188,9 +204,7 @@ Value permuteForFree(PatternRewriter &rewriter, Location loc, Value v,
   Operation *op = v.getDefiningOp();
   SmallVector<Value> operands;
   for (Value operand : op->getOperands())
-    operands.push_back(broadcastsAnyway(operand.getType())
-                           ? operand
-                           : permuteForFree(rewriter, loc, operand, inv));
+    operands.push_back(permuteForFree(rewriter, loc, operand, inv));
   Operation *copy = rewriter.clone(*op);
   copy->setOperands(operands);
   copy->getResult(0).setType(target);
@@ -198,8 +212,8 @@ Value permuteForFree(PatternRewriter &rewriter, Location loc, Value v,
 }
 
 /// op(transpose(a, p), transpose(b, p)) -> transpose(op(a, b), p) for a
-/// layout-agnostic op; scalar and size-1 operands broadcast either way, and
-/// other operands must permute for free.
+/// layout-agnostic op whose other operands permute for free (scalars,
+/// per-channel scales, broadcasts).
 struct SinkTranspose : RewritePattern {
   SinkTranspose(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
@@ -225,23 +239,16 @@ struct SinkTranspose : RewritePattern {
     // Check every operand before creating anything.
     for (Value v : op->getOperands()) {
       auto t = v.getDefiningOp<TransposeOp>();
-      if ((t && t.getPermutation() == ArrayRef<int64_t>(*perm)) ||
-          broadcastsAnyway(v.getType()))
-        continue;
-      if (cast<RankedTensorType>(v.getType()).getShape() !=
-              resultType.getShape() ||
+      if (!(t && t.getPermutation() == ArrayRef<int64_t>(*perm)) &&
           !permutesForFree(v, inv))
         return failure();
     }
     SmallVector<Value> operands;
     for (Value v : op->getOperands()) {
       auto t = v.getDefiningOp<TransposeOp>();
-      if (t && t.getPermutation() == ArrayRef<int64_t>(*perm))
-        operands.push_back(t.getInput());
-      else if (broadcastsAnyway(v.getType()))
-        operands.push_back(v);
-      else
-        operands.push_back(permuteForFree(rewriter, op->getLoc(), v, inv));
+      operands.push_back(t && t.getPermutation() == ArrayRef<int64_t>(*perm)
+                             ? t.getInput()
+                             : permuteForFree(rewriter, op->getLoc(), v, inv));
     }
     Operation *sunk = rewriter.clone(*op);
     sunk->setOperands(operands);
@@ -291,15 +298,18 @@ template <typename Reduce> struct ReduceThroughTranspose : OpRewritePattern<Redu
   }
 };
 
-/// A transpose that moves only size-1 dimensions is a reshape.
-struct TransposeToReshape : OpRewritePattern<TransposeOp> {
+/// A transpose of a value that permutes for free: a reshape where it
+/// moves only size-1 dimensions, or the broadcasts and elementwise ops
+/// that make the value, rebuilt in the new order.
+struct TransposeForFree : OpRewritePattern<TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(TransposeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isReshape(op.getInput().getType().getShape(), op.getPermutation()))
+    if (!permutesForFree(op.getInput(), op.getPermutation()))
       return failure();
-    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+    rewriter.replaceOp(op, permuteForFree(rewriter, op.getLoc(), op.getInput(),
+                                          op.getPermutation()));
     return success();
   }
 };
@@ -393,7 +403,7 @@ struct TGAssignLayoutPass
         convert(op, toLast, b);
       }
       RewritePatternSet patterns(fn.getContext());
-      patterns.add<SinkTranspose, TransposeToReshape,
+      patterns.add<SinkTranspose, TransposeForFree,
                    ReduceThroughTranspose<ReduceSumOp>,
                    ReduceThroughTranspose<ReduceMeanOp>,
                    ReduceThroughTranspose<ReduceMaxOp>>(fn.getContext());

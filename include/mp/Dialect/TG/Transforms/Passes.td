@@ -256,11 +256,14 @@ def TGAssignLayout : Pass<"tg-assign-layout", "::mlir::ModuleOp"> {
     1. each op whose layout changes reads `tg.transpose`d activations and
        its activation results are transposed back;
     2. transposes sink through layout-agnostic elementwise ops (arithmetic,
-       activations and their gradients, casts) whose other operands are
-       scalars, splat constants, or broadcasts and reshapes that permute
-       for free; reductions absorb a transpose by renumbering their axes;
-    3. a transpose that moves only size-1 dimensions becomes a reshape, and
-       a transpose of a transpose composes (back-to-back pairs vanish).
+       activations and their gradients, casts) whose other operands permute
+       for free: scalars, per-channel or per-sample tensors whose size-1
+       dimensions alone move, splat constants, broadcasts of such tensors,
+       and elementwise ops of these; reductions absorb a transpose by
+       renumbering their axes;
+    3. a transpose of a value that permutes for free is rebuilt without
+       it (a reshape where it moves only size-1 dimensions), and a
+       transpose of a transpose composes (back-to-back pairs vanish).
 
     What stays is a transpose at each edge of the region: the input image,
     and activations that reach an op the pass cannot see through. With
