@@ -1366,7 +1366,7 @@ void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
   const double fdTol = 1e-6;
   // Pools: f64 against direct formulas; gradients by central differences
   // (well-separated values keep each window's maximum stable).
-  bool poolOk = true, poolGradOk = true;
+  bool poolOk = true, poolGradOk = true, fastPoolOk = true;
   for (int trial = 0; trial < 20; ++trial) {
     auto pick = [&](int64_t lo, int64_t hi) {
       return lo + int64_t(rng() % uint64_t(hi - lo + 1));
@@ -1448,8 +1448,40 @@ void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
                       run(out);
                       return dot(out, dy.v);
                     }) < fdTol;
+      // f32, f16 and bf16 storage, computing in f32 or the storage type:
+      // the fast path (library kernels on) writes the reference loops'
+      // bits, forward and gradient.
+      const std::pair<mpElementType, mpElementType> types[] = {
+          {MP_F32, MP_F32},  {MP_F16, MP_F32},   {MP_F16, MP_F16},
+          {MP_BF16, MP_F32}, {MP_BF16, MP_BF16}};
+      for (auto [storage, compute] : types) {
+        auto encode = [&](const std::vector<double> &v) {
+          std::vector<uint32_t> bytes(v.size());
+          mpConvert(v.data(), MP_F64, bytes.data(), storage,
+                    int64_t(v.size()));
+          return bytes;
+        };
+        std::vector<uint32_t> xs = encode(x.v), dys = encode(dy.v);
+        std::vector<uint32_t> out[2], grad[2];
+        for (int library = 0; library < 2; ++library) {
+          mpUseLibraryKernels(library);
+          out[library].assign(dy.v.size(), 0xdeadbeef);
+          grad[library].assign(x.v.size(), 0xdeadbeef);
+          mpTensor X = tensorOfShape(xs.data(), storage, x.shape),
+                   DY = tensorOfShape(dys.data(), storage, dy.shape),
+                   Y = tensorOfShape(out[library].data(), storage, dy.shape),
+                   DX = tensorOfShape(grad[library].data(), storage, x.shape);
+          fastPoolOk &= mpPool2d(kind, &X, &Y, &w, compute) == MP_OK &&
+                        mpPool2dGrad(kind, &DY, &X, &DX, &w, compute) == MP_OK;
+        }
+        mpUseLibraryKernels(1);
+        fastPoolOk &= out[0] == out[1] && grad[0] == grad[1];
+      }
     }
   }
+  check(fastPoolOk, "pooling and its gradient on f32, f16 and bf16 storage, "
+                    "computing in f32 or the storage type: the threaded "
+                    "fast path has the reference loops' bits");
   check(poolOk, "max, average and count-include-pad average pooling in f64 "
                 "match the direct formulas (20 random windows, strides, "
                 "paddings, both layouts)");

@@ -20,6 +20,7 @@
 #include "../Checks.h"
 #include "Compute.h"
 #include "Dnnl.h"
+#include "Parallel.h"
 #include "Tiles.h"
 
 #include <algorithm>
@@ -278,6 +279,136 @@ Span span(const Act &in, const mpWindow *w, mpPoolKind kind, int64_t y0,
 
 } // namespace
 
+namespace {
+
+bool isNarrow(const mpTensor *t) {
+  return t->elementType == MP_F16 || t->elementType == MP_BF16;
+}
+
+/// An f32 buffer for `t`: `t`'s own data when it is f32, else a scratch
+/// buffer (filled with `t` widened exactly when `read`); null when `t` is
+/// neither or the conversion failed.
+float *asF32(const mpTensor *t, std::vector<float> &scratch, bool read) {
+  if (t->elementType == MP_F32)
+    return static_cast<float *>(t->data);
+  if (!isNarrow(t))
+    return nullptr;
+  scratch.resize(size_t(mpNumElements(t)));
+  if (read && mpConvert(t->data, t->elementType, scratch.data(), MP_F32,
+                        int64_t(scratch.size())) != MP_OK)
+    return nullptr;
+  return scratch.data();
+}
+
+/// Writes `scratch` (f32) to `t` when `t` is narrow, rounding once as the
+/// loops' a.out would.
+bool narrowInto(const std::vector<float> &scratch, const mpTensor *t) {
+  return !isNarrow(t) ||
+         mpConvert(scratch.data(), MP_F32, t->data, t->elementType,
+                   int64_t(scratch.size())) == MP_OK;
+}
+
+/// Pooling on f32, f16 or bf16 storage computing in f32, f16 or bf16: the
+/// loops below on float buffers (narrow storage widened once with vector
+/// conversions, the result rounded once on the way out), threads over
+/// (image, channel) planes. Each element takes the same operations, rounded
+/// by `a` as the loops round them, in the same order, so the bits are the
+/// loops'; before it, f16 and bf16 pooling converted every element it read
+/// on one thread and ran 3-8x slower than f32 (docs/Layout.md).
+bool fastPool(Arith<float> a, mpPoolKind kind, const Act &in, const Act &o,
+              const mpWindow *w, const mpTensor *input, const mpTensor *out) {
+  std::vector<float> is, os;
+  const float *x = asF32(input, is, true);
+  float *y = asF32(out, os, false);
+  if (!x || !y)
+    return false;
+  // Values stored in the compute type need no rounding on the way in.
+  bool exact = input->elementType == a.compute || a.compute == MP_F32;
+  parallelFor(o.n * o.c, std::max<int64_t>(1, 4096 / (o.h * o.w + 1)),
+              [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      int64_t n = plane / o.c, c = plane % o.c;
+      forEachPosition(o, w, [&](int64_t oy, int64_t ox, int64_t y0,
+                                int64_t x0) {
+        Span s = span(in, w, kind, y0, x0);
+        float acc = kind == MP_POOL_MAX
+                        ? -std::numeric_limits<float>::infinity()
+                        : 0.0f;
+        for (int64_t yy = s.ya; yy < s.yb; ++yy)
+          for (int64_t xx = s.xa; xx < s.xb; ++xx) {
+            float v = x[in.at(n, c, yy, xx)];
+            v = exact ? v : a.r(v);
+            if (kind != MP_POOL_MAX)
+              acc = a.add(acc, v);
+            else if (v > acc || std::isnan(v))
+              acc = v;
+          }
+        if (kind != MP_POOL_MAX)
+          acc = s.divisor > 0 ? a.div(acc, float(s.divisor)) : 0.0f;
+        y[o.at(n, c, oy, ox)] = acc;
+      });
+    }
+  });
+  return narrowInto(os, out);
+}
+
+/// The gradient of fastPool, likewise.
+bool fastPoolGrad(Arith<float> a, mpPoolKind kind, const Act &in,
+                  const Act &o, const mpWindow *w, const mpTensor *dy,
+                  const mpTensor *input, const mpTensor *dx) {
+  std::vector<float> ds, is, xs;
+  const float *d = asF32(dy, ds, true);
+  const float *x = kind == MP_POOL_MAX ? asF32(input, is, true) : nullptr;
+  float *g = asF32(dx, xs, false);
+  if (!d || !g || (kind == MP_POOL_MAX && !x))
+    return false;
+  bool exactD = dy->elementType == a.compute || a.compute == MP_F32;
+  bool exactX = kind != MP_POOL_MAX || input->elementType == a.compute ||
+                a.compute == MP_F32;
+  parallelFor(o.n * o.c, std::max<int64_t>(1, 4096 / (o.h * o.w + 1)),
+              [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      int64_t n = plane / o.c, c = plane % o.c;
+      for (int64_t yy = 0; yy < in.h; ++yy)
+        for (int64_t xx = 0; xx < in.w; ++xx)
+          g[in.at(n, c, yy, xx)] = 0.0f;
+      forEachPosition(o, w, [&](int64_t oy, int64_t ox, int64_t y0,
+                                int64_t x0) {
+        Span s = span(in, w, kind, y0, x0);
+        float dv = d[o.at(n, c, oy, ox)];
+        dv = exactD ? dv : a.r(dv);
+        if (kind == MP_POOL_MAX) {
+          int64_t best = -1;
+          float top = -std::numeric_limits<float>::infinity();
+          for (int64_t yy = s.ya; yy < s.yb; ++yy)
+            for (int64_t xx = s.xa; xx < s.xb; ++xx) {
+              float v = x[in.at(n, c, yy, xx)];
+              v = exactX ? v : a.r(v);
+              if (best < 0 || v > top) {
+                best = in.at(n, c, yy, xx);
+                top = v;
+              }
+            }
+          if (best >= 0)
+            g[best] = a.add(g[best], dv);
+          return;
+        }
+        if (s.divisor <= 0)
+          return;
+        float share = a.div(dv, float(s.divisor));
+        for (int64_t yy = s.ya; yy < s.yb; ++yy)
+          for (int64_t xx = s.xa; xx < s.xb; ++xx) {
+            float &slot = g[in.at(n, c, yy, xx)];
+            slot = a.add(slot, share);
+          }
+      });
+    }
+  });
+  return narrowInto(xs, dx);
+}
+
+} // namespace
+
 extern "C" mpStatus mpPool2d(mpPoolKind kind, const mpTensor *input,
                              mpTensor *out, const mpWindow *w,
                              mpElementType compute) {
@@ -285,6 +416,9 @@ extern "C" mpStatus mpPool2d(mpPoolKind kind, const mpTensor *input,
   if (kind < MP_POOL_MAX || kind > MP_POOL_AVG_INCLUDE_PAD ||
       !poolShape(input, out, w, in, o) || !isFloatType(compute))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (compute != MP_F64 && libraryKernelsEnabled() &&
+      fastPool(Arith<float>{compute}, kind, in, o, w, input, out))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     for (int64_t n = 0; n < o.n; ++n)
@@ -321,6 +455,9 @@ extern "C" mpStatus mpPool2dGrad(mpPoolKind kind, const mpTensor *dy,
       (!input || !input->data || input->rank != 4 ||
        mpNumElements(input) != mpNumElements(dx)))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (compute != MP_F64 && libraryKernelsEnabled() &&
+      fastPoolGrad(Arith<float>{compute}, kind, in, o, w, dy, input, dx))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     std::vector<T> acc(size_t(mpNumElements(dx)), T(0));
