@@ -1,22 +1,30 @@
 #!/usr/bin/env python3
-"""CPU training steps of Hugging Face transformers: mp against PyTorch eager.
+"""CPU training steps of transformers and CNNs: mp against PyTorch eager.
 
 In one invocation, on this machine, for each model:
 
-  * the model built with transformers (random weights), exported to ONNX as
-    docs/Importing.md says, and trained by mp-runner on the CPU backend
-    with --amp=off and --amp=bf16 (SGD; synthetic tokens, padded masks);
+  * the model built with transformers or torchvision (random weights),
+    exported to ONNX as docs/Importing.md says, and trained by mp-runner on
+    the CPU backend with --amp=off and --amp=bf16 (SGD; synthetic tokens
+    with padded masks, or synthetic images); the image models also with
+    --layout=off (NCHW convolutions, as exported) besides the default
+    (tg-assign-layout: NHWC);
   * the same model trained by PyTorch in eager mode, all cores, in fp32 and
     under torch.autocast("cpu", torch.bfloat16) (benchmarks/torch_steps.py:
     the same batch, the same cross-entropy and SGD).
 
-torch and transformers come from PyPI into a virtual environment this
-script makes (build/torch-venv), or from the Python given with --python.
+torch, torchvision and transformers come from PyPI into a virtual
+environment this script makes (build/torch-venv), or from the Python given
+with --python.
 
 Models (sizes with --seq, --hidden, --layers; --quick for a smoke run):
   bert   BertForSequenceClassification: 3 labels, batch 8, seq 128,
          hidden 256, 4 layers, 4 heads, vocabulary 1000
   gpt2   GPT2LMHeadModel, the same sizes, a label per token
+  resnet50  torchvision's ResNet-50, 10 classes, batch 8, 64x64 images
+            (--image)
+  vit    torchvision's VisionTransformer, patch 8, 64x64 images, hidden
+         256, 4 layers, 4 heads, 10 classes
 
 Reports min and median ms per step (the first, warm-up, step left out) and
 each variant's median over mp FP32's in the same run. Timings depend on the
@@ -25,10 +33,10 @@ makes mp use its AVX2 kernels on an AVX-512 machine (PyTorch is not
 restricted).
 
 usage: benchmarks/torch_cpu_steps.py [--build build] [--python PY]
-                                     [--models bert,gpt2] [--steps 12]
-                                     [--quick] [--batch B] [--seq T]
-                                     [--hidden H] [--layers L] [--heads N]
-                                     [--vocab V]
+                                     [--models bert,gpt2,resnet50,vit]
+                                     [--steps 12] [--quick] [--batch B]
+                                     [--seq T] [--hidden H] [--layers L]
+                                     [--heads N] [--vocab V] [--image S]
 """
 
 import argparse
@@ -47,11 +55,11 @@ HELPER = os.path.join(ROOT, "benchmarks", "torch_steps.py")
 
 def torch_python(build, given):
     """A Python with torch and transformers; (None, why) if none."""
-    check = ["-c", "import torch, transformers, onnx"]
+    check = ["-c", "import torch, torchvision, transformers, onnx"]
     if given:
         ok = subprocess.run([given] + check, capture_output=True)
         return (given, None) if ok.returncode == 0 else (
-            None, given + " lacks torch, transformers or onnx")
+            None, given + " lacks torch, torchvision, transformers or onnx")
     venv = os.path.join(build, "torch-venv")
     python = os.path.join(venv, "bin", "python")
     if os.path.exists(python) and subprocess.run(
@@ -62,7 +70,7 @@ def torch_python(build, given):
     if made.returncode:
         return None, "cannot make a virtual environment: " + made.stderr[-200:]
     pip = subprocess.run([python, "-m", "pip", "install", "--quiet", "torch",
-                          "transformers", "onnx", "onnxscript"],
+                          "torchvision", "transformers", "onnx", "onnxscript"],
                          capture_output=True, text=True, timeout=1800)
     if pip.returncode:
         return None, "pip install torch transformers failed (no PyPI?): " + \
@@ -70,14 +78,14 @@ def torch_python(build, given):
     return python, None
 
 
-def run_mp(runner, model, amp, steps, batch, tmp):
+def run_mp(runner, model, amp, steps, batch, tmp, extra=()):
     summary = os.path.join(tmp, "summary.json")
     if os.path.exists(summary):
         os.remove(summary)
     cmd = [runner, model, "--backend=cpu", "--amp=" + amp, "--batch-size",
            str(batch), "--steps", str(steps + 1), "--no-progress",
            "--eval-samples", str(batch), "--train-samples", str(4 * batch),
-           "--summary", summary]
+           "--summary", summary] + list(extra)
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
         sys.exit("mp-runner failed: %s\n%s" % (" ".join(cmd), out.stderr))
@@ -90,10 +98,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--python", help="a Python with torch and transformers")
-    p.add_argument("--models", default="bert,gpt2")
+    p.add_argument("--models", default="bert,gpt2,resnet50,vit")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--quick", action="store_true")
-    for size in ("batch", "seq", "hidden", "layers", "heads", "vocab"):
+    for size in ("batch", "seq", "hidden", "layers", "heads", "vocab",
+                 "image"):
         p.add_argument("--" + size, type=int,
                        help="model size (torch_steps.py's default if absent)")
     a = p.parse_args()
@@ -113,8 +122,10 @@ def main():
     if python is None:
         sys.exit("torch_cpu_steps.py: " + why)
     sizes = (["--batch", "2", "--seq", "16", "--hidden", "32", "--layers",
-              "1", "--heads", "2", "--vocab", "50"] if a.quick else [])
-    for size in ("batch", "seq", "hidden", "layers", "heads", "vocab"):
+              "1", "--heads", "2", "--vocab", "50", "--image", "32"]
+             if a.quick else [])
+    for size in ("batch", "seq", "hidden", "layers", "heads", "vocab",
+                 "image"):
         if getattr(a, size) is not None:
             sizes += ["--" + size, str(getattr(a, size))]
     batch = a.batch or (2 if a.quick else 8)
@@ -125,11 +136,17 @@ def main():
             subprocess.run([python, HELPER, "export", name, path] + sizes,
                            check=True, capture_output=True)
             base = None
+            layouts = (["auto", "off"] if name in ("resnet50", "vit")
+                       else ["auto"])
             for amp in ["off", "bf16"]:
-                lo, med = run_mp(runner, path, amp, a.steps, batch, tmp)
-                base = base or med
-                rows.append((name, "mp " + ("FP32" if amp == "off" else
-                                            "AMP-bf16"), lo, med, med / base))
+                for layout in layouts:
+                    lo, med = run_mp(runner, path, amp, a.steps, batch, tmp,
+                                     ["--layout=" + layout])
+                    base = base or med
+                    label = "mp " + ("FP32" if amp == "off" else "AMP-bf16")
+                    if len(layouts) > 1:
+                        label += " NHWC" if layout == "auto" else " NCHW"
+                    rows.append((name, label, lo, med, med / base))
             for precision in ["fp32", "bf16"]:
                 out = subprocess.run(
                     [python, HELPER, "time", name, precision, "--steps",
