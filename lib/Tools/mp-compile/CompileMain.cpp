@@ -40,6 +40,12 @@ int mp::compileMain(int argc, char **argv) {
   cl::opt<std::string> ampOptions("amp-options",
                                   cl::desc("tg-mixed-precision options"),
                                   cl::init(""), cl::cat(category));
+  cl::opt<std::string> layout(
+      "layout",
+      cl::desc("Activation layout of convolutions, pooling and batch norm "
+               "inside the step: auto (default: NHWC, the CPU backend's "
+               "preference), nhwc, nchw or off; the arguments keep theirs"),
+      cl::init("auto"), cl::cat(category));
   cl::opt<std::string> entry("entry", cl::desc("The step function"),
                              cl::init(""), cl::cat(category));
   DifferentiationFlags differentiation(category);
@@ -50,6 +56,12 @@ int mp::compileMain(int argc, char **argv) {
                               "object file and a C header\n");
   if (amp != "f16" && amp != "bf16" && amp != "off") {
     llvm::errs() << "mp-compile: error: --amp must be f16, bf16 or off\n";
+    return 1;
+  }
+  if (layout != "auto" && layout != "nhwc" && layout != "nchw" &&
+      layout != "off") {
+    llvm::errs() << "mp-compile: error: --layout must be auto, nhwc, nchw "
+                    "or off\n";
     return 1;
   }
   Session session;
@@ -82,7 +94,10 @@ int mp::compileMain(int argc, char **argv) {
   AmpConfig config;
   config.mode = amp;
   config.options = ampOptions;
-  FailureOr<StepSignature> sig = lowerStep(*module, cName, config);
+  LayoutConfig layoutConfig;
+  layoutConfig.layout = layout;
+  FailureOr<StepSignature> sig =
+      lowerStep(*module, cName, config, NumericsConfig(), nullptr, layoutConfig);
   if (failed(sig))
     return 1;
   if (llvm::Error err = emitObjectFile(*module, output)) {

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Per-kernel time of mixed precision over FP32, to find cliffs.
+
+For each model, trains --steps steps with --amp=off, bf16 and f16 under
+MP_PROFILE_KERNELS and prints, per runtime entry point (conv2d, pool2d,
+batch_norm_grad, ...), the seconds in each run and the ratio to FP32's.
+An entry at more than --limit (default 1.5) times its FP32 time is marked:
+issue 25 asks that no op of an explicit --amp=bf16 or f16 run be that much
+slower than in FP32. Casts (`copy`) exist only in the mixed runs and are
+listed, not marked. Set MP_CPU_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2 to measure
+the AVX2 paths on an AVX-512 machine.
+
+usage: benchmarks/kernel_ratios.py [--build build] [--steps 8]
+                                   [--limit 1.5] MODEL[:FLAGS] ...
+       (FLAGS: extra mp-runner flags, comma-separated)
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def profile(runner, model, amp, steps, extra, tmp):
+    path = os.path.join(tmp, "profile.json")
+    env = dict(os.environ, MP_PROFILE_KERNELS=path)
+    cmd = [runner, model, "--backend=cpu", "--amp=" + amp, "--steps",
+           str(steps), "--eval-samples", "1", "--no-progress"] + extra
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit("mp-runner failed: %s\n%s" % (" ".join(cmd), r.stderr))
+    with open(path) as f:
+        return {k: v["seconds"] for k, v in json.load(f)["entries"].items()}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--limit", type=float, default=1.5)
+    p.add_argument("models", nargs="+")
+    a = p.parse_args()
+    runner = os.path.join(a.build, "bin", "mp-runner")
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    shown = [x for x in ("avx2", "f16c", "avx512f", "avx512_bf16",
+                         "amx_bf16") if x in flags]
+    print("CPU flags: %s; MP_CPU_ISA=%s DNNL_MAX_CPU_ISA=%s" % (
+        " ".join(shown), os.environ.get("MP_CPU_ISA", "-"),
+        os.environ.get("DNNL_MAX_CPU_ISA", "-")))
+    marked = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in a.models:
+            model, _, extra = spec.partition(":")
+            extra = [x for x in extra.split(",") if x]
+            runs = {amp: profile(runner, model, amp, a.steps, extra, tmp)
+                    for amp in ("off", "bf16", "f16")}
+            print("\n%s %s" % (os.path.basename(model), " ".join(extra)))
+            print("| entry | FP32 ms | bf16 ms | ratio | f16 ms | ratio |")
+            print("|---|---:|---:|---:|---:|---:|")
+            names = sorted(set().union(*runs.values()),
+                           key=lambda k: -runs["off"].get(k, 0))
+            for name in names:
+                t = {amp: 1000 * runs[amp].get(name, 0) for amp in runs}
+                cells = []
+                for amp in ("bf16", "f16"):
+                    if t["off"] > 0:
+                        ratio = t[amp] / t["off"]
+                        mark = ratio > a.limit and name != "copy" and \
+                            t[amp] - t["off"] > 1.0
+                        marked += mark
+                        cells.append("%.1f | %.2f%s" % (
+                            t[amp], ratio, " **" if mark else ""))
+                    else:
+                        cells.append("%.1f | -" % t[amp])
+                print("| %s | %.1f | %s |" % (name, t["off"], " | ".join(cells)))
+    print("\n%d entries over %.2fx their FP32 time (by more than 1 ms)" % (
+        marked, a.limit))
+
+
+if __name__ == "__main__":
+    main()
