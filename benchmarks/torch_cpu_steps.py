@@ -28,9 +28,10 @@ Models (sizes with --seq, --hidden, --layers; --quick for a smoke run):
 
 Reports min and median ms per step (the first, warm-up, step left out) and
 each variant's median over mp FP32's in the same run. Timings depend on the
-machine: compare only within one run. MP_CPU_ISA=avx2 in the environment
-makes mp use its AVX2 kernels on an AVX-512 machine (PyTorch is not
-restricted).
+machine: compare only within one run. MP_CPU_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2
+in the environment makes mp use its AVX2 kernels on an AVX-512 machine;
+PyTorch's own oneDNN reads DNNL_MAX_CPU_ISA too, so its convolutions are
+capped as well (its other kernels are not).
 
 usage: benchmarks/torch_cpu_steps.py [--build build] [--python PY]
                                      [--models bert,gpt2,resnet50,vit]

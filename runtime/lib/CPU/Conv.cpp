@@ -1,17 +1,20 @@
 //===- Conv.cpp - convolution, pooling and batch norm on the CPU ----------===//
 //
 // Direct loops, written from the definitions: the reference the tests hold
-// oneDNN and the CUDA backend to. mpConv2d and its gradients run 1x1 NHWC
-// convolutions as oneDNN matmuls, and first offer the others to oneDNN
-// (Dnnl.cpp), which takes f32 and bf16 storage with f32
-// accumulation where the CPU supports it; f16 (and unsupported bf16)
-// storage computing in f32 goes to oneDNN's f32 convolution on exactly
-// widened copies, the result rounded once; everything else (f64, f16 or
-// bf16 compute) runs here. Arithmetic goes through
-// Arith<T>, so a compute type of f16 or bf16 rounds every step as the GPU
-// kernels of that compute type would. Batch norm with f32 compute has a
-// fast path (threads over channels, vector conversions) with the loops'
-// bits.
+// oneDNN and the CUDA backend to.
+//
+// * mpConv2d and its gradients run 1x1 NHWC convolutions as oneDNN
+//   matmuls and offer the others to oneDNN (Dnnl.cpp), which takes f32 and
+//   bf16 storage with f32 accumulation where the CPU supports it. f16 (and
+//   unsupported bf16) storage computing in f32 goes to oneDNN's f32
+//   convolution on exactly widened copies, the result rounded once.
+//   Everything else (f64, f16 or bf16 compute) runs here.
+// * Pooling with any compute type but f64, and batch norm with f32 compute,
+//   have fast paths (float buffers, vector conversions, threads over planes
+//   or channels) with the loops' bits.
+//
+// Arithmetic goes through Arith<T>, so a compute type of f16 or bf16 rounds
+// every step as the GPU kernels of that compute type would.
 //
 //===----------------------------------------------------------------------===//
 
