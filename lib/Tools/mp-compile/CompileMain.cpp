@@ -96,8 +96,9 @@ int mp::compileMain(int argc, char **argv) {
   config.options = ampOptions;
   LayoutConfig layoutConfig;
   layoutConfig.layout = layout;
-  FailureOr<StepSignature> sig =
-      lowerStep(*module, cName, config, NumericsConfig(), nullptr, layoutConfig);
+  FailureOr<StepSignature> sig = lowerStep(*module, cName, config,
+                                           NumericsConfig(), nullptr,
+                                           layoutConfig);
   if (failed(sig))
     return 1;
   if (llvm::Error err = emitObjectFile(*module, output)) {

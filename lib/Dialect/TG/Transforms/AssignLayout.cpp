@@ -36,6 +36,15 @@ namespace {
 constexpr int64_t kToLast[] = {0, 2, 3, 1};  // NCHW -> NHWC
 constexpr int64_t kToFirst[] = {0, 3, 1, 2}; // NHWC -> NCHW
 
+/// Whether `t` changes layout (NCHW <-> NHWC): the only transposes the
+/// pass moves, so that a model's own transposes (attention heads) stay
+/// where they are.
+bool isLayoutTranspose(TransposeOp t) {
+  ArrayRef<int64_t> perm = t.getPermutation();
+  return perm == ArrayRef<int64_t>(kToLast) ||
+         perm == ArrayRef<int64_t>(kToFirst);
+}
+
 /// The ops whose activations have a layout (a `channels_last` attribute).
 bool hasLayout(Operation *op) {
   return isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp, MaxPool2dOp,
@@ -229,7 +238,8 @@ struct SinkTranspose : RewritePattern {
     std::optional<SmallVector<int64_t>> perm;
     for (Value v : op->getOperands())
       if (auto t = v.getDefiningOp<TransposeOp>())
-        if (t.getType().getShape() == resultType.getShape()) {
+        if (isLayoutTranspose(t) &&
+            t.getType().getShape() == resultType.getShape()) {
           perm.emplace(t.getPermutation());
           break;
         }
@@ -261,13 +271,14 @@ struct SinkTranspose : RewritePattern {
 /// reduce(transpose(x, p), axes) -> reduce(x, p(axes)), where the kept
 /// dimensions stay in order (or are kept as size 1, and the transpose
 /// sinks below the reduction).
-template <typename Reduce> struct ReduceThroughTranspose : OpRewritePattern<Reduce> {
+template <typename Reduce>
+struct ReduceThroughTranspose : OpRewritePattern<Reduce> {
   using OpRewritePattern<Reduce>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(Reduce op,
                                 PatternRewriter &rewriter) const override {
     auto t = op.getInput().template getDefiningOp<TransposeOp>();
-    if (!t)
+    if (!t || !isLayoutTranspose(t))
       return failure();
     ArrayRef<int64_t> perm = t.getPermutation();
     SmallVector<int64_t> axes;
@@ -306,7 +317,8 @@ struct TransposeForFree : OpRewritePattern<TransposeOp> {
 
   LogicalResult matchAndRewrite(TransposeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!permutesForFree(op.getInput(), op.getPermutation()))
+    if (!isLayoutTranspose(op) ||
+        !permutesForFree(op.getInput(), op.getPermutation()))
       return failure();
     rewriter.replaceOp(op, permuteForFree(rewriter, op.getLoc(), op.getInput(),
                                           op.getPermutation()));
