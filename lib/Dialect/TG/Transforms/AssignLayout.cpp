@@ -342,15 +342,6 @@ struct TGAssignLayoutPass
     : public mp::tg::impl::TGAssignLayoutBase<TGAssignLayoutPass> {
   using Base::Base;
 
-  /// The layout `target` prefers for `op` (a convolution); its weight is
-  /// the convolution's multiply-adds.
-  bool prefersLast(Operation *op) const {
-    if (target == "cpu")
-      return true;
-    auto type = cast<RankedTensorType>(op->getOperand(0).getType());
-    return type.getElementType().isF16() || type.getElementType().isBF16();
-  }
-
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (layout != "auto" && layout != "nhwc" && layout != "nchw" &&
@@ -367,33 +358,21 @@ struct TGAssignLayoutPass
     llvm::json::Array functions;
     for (auto fn : module.getOps<func::FuncOp>()) {
       SmallVector<Operation *> ops;
-      double lastWork = 0, firstWork = 0;
       fn.walk([&](Operation *op) {
-        if (!hasLayout(op))
-          return;
-        ops.push_back(op);
-        if (!isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>(op))
-          return;
-        // Multiply-adds: the filter's elements times the output positions.
-        auto filter = cast<RankedTensorType>(op->getOperand(1).getType());
-        double work = double(filter.getNumElements()) *
-                      double(cast<RankedTensorType>(op->getOperand(0).getType())
-                                 .getNumElements());
-        (prefersLast(op) ? lastWork : firstWork) += work;
+        if (hasLayout(op))
+          ops.push_back(op);
       });
       if (ops.empty() || layout == "off")
         continue;
       bool toLast;
       std::string reason;
       if (layout == "auto") {
-        toLast = lastWork >= firstWork && (lastWork > 0 || target == "cpu");
-        reason = target == "cpu"
-                     ? "the CPU backend's convolutions (oneDNN) run NHWC "
-                       "directly and NCHW as im2col GEMMs"
-                     : (toLast ? "most convolution work is f16/bf16, which "
-                                 "tensor cores take in NHWC"
-                               : "most convolution work is f32, whose NCHW "
-                                 "kernels are the tuned ones");
+        toLast = target == "cpu";
+        reason = toLast ? "the CPU backend's convolutions (oneDNN) run NHWC "
+                          "directly and NCHW as im2col GEMMs"
+                        : "the CUDA backend's convolutions are direct "
+                          "kernels, coalesced in NCHW; NHWC waits for cuDNN's "
+                          "tensor-core kernels";
       } else {
         toLast = layout == "nhwc";
         reason = "layout=" + layout.getValue();

@@ -267,10 +267,10 @@ def TGAssignLayout : Pass<"tg-assign-layout", "::mlir::ModuleOp"> {
 
     What stays is a transpose at each edge of the region: the input image,
     and activations that reach an op the pass cannot see through. With
-    `layout=auto` the target decides: `cpu` prefers NHWC at every
-    precision (measured: `docs/Layout.md`); `cuda` prefers NHWC for f16
-    and bf16 convolutions and NCHW for f32 ones, and a function takes the
-    layout most of its convolution work prefers. `layout=off` (and a
+    `layout=auto` the target decides: `cpu` takes NHWC at every precision
+    (measured: `docs/Layout.md`); `cuda` keeps NCHW, which its direct
+    convolution kernels read coalesced (NHWC pays once convolutions go to
+    cuDNN's tensor-core kernels, which they do not yet). `layout=off` (and a
     function without convolutions, pooling or batch norm) changes nothing.
     Dropout and random numbers depend on element positions, so a transpose
     does not cross them.
