@@ -335,7 +335,7 @@ std::vector<Case> cases() {
         Case c{std::string("cumsum ") + typeName(t) + " axis " +
                    std::to_string(axis) + (exclusive ? " exclusive" : "") +
                    (reverse ? " reverse" : ""),
-               ENTRY(cumsum), {}, axis == 1 ? 7 : 300, nullptr};
+               ENTRY(cumsum), {}, axis == 1 ? 7.0 : 300.0, nullptr};
         int in = random(c, t, {3, 7, 300}, 0, 1);
         int out = output(c, t, {3, 7, 300});
         c.fields = [=](Words &w, const Emit &e) {
