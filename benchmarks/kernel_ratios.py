@@ -48,16 +48,13 @@ def main():
     p.add_argument("models", nargs="+")
     a = p.parse_args()
     runner = os.path.join(a.build, "bin", "mp-runner")
-    flags = set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
-    shown = [x for x in ("avx2", "f16c", "avx512f", "avx512_bf16",
-                         "amx_bf16") if x in flags]
-    print("CPU flags: %s; MP_CPU_ISA=%s DNNL_MAX_CPU_ISA=%s" % (
-        " ".join(shown), os.environ.get("MP_CPU_ISA", "-"),
+    # What the runtime will use, after MP_CPU_ISA: mp-runner --device-info.
+    info = subprocess.run([runner, "--device-info"], capture_output=True,
+                          text=True).stdout
+    print("; ".join(line.strip() for line in info.splitlines()
+                    if line.startswith(("CPU:", "  AVX2", "  matmuls"))))
+    print("MP_CPU_ISA=%s DNNL_MAX_CPU_ISA=%s" % (
+        os.environ.get("MP_CPU_ISA", "-"),
         os.environ.get("DNNL_MAX_CPU_ISA", "-")))
     marked = 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -80,6 +80,10 @@ void forEachOutputTap(const ConvShape &s, const mpWindow *w, Body body) {
       });
 }
 
+bool isNarrow(const mpTensor *t) {
+  return t->elementType == MP_F16 || t->elementType == MP_BF16;
+}
+
 /// A float copy of `t` (f16/bf16 storage widened exactly), or `t` itself.
 struct Widened {
   std::vector<float> data;
@@ -138,10 +142,7 @@ bool widenedDnnl(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
                  const mpTensor *dst, const mpWindow *w, mpElementType compute) {
   if (compute != MP_F32 || !libraryKernelsEnabled())
     return false;
-  auto narrow = [](const mpTensor *t) {
-    return t->elementType == MP_F16 || t->elementType == MP_BF16;
-  };
-  if (!narrow(src) && !narrow(weights) && !narrow(dst))
+  if (!isNarrow(src) && !isNarrow(weights) && !isNarrow(dst))
     return false;
   for (const mpTensor *t : {src, weights, dst})
     if (t->elementType == MP_F64)
@@ -149,8 +150,8 @@ bool widenedDnnl(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
   const mpTensor *written = kind == DnnlConv::Forward        ? dst
                             : kind == DnnlConv::BackwardData ? src
                                                              : weights;
-  Widened s(src, narrow(src)), f(weights, narrow(weights)),
-      d(dst, narrow(dst));
+  Widened s(src, isNarrow(src)), f(weights, isNarrow(weights)),
+      d(dst, isNarrow(dst));
   if (!dnnlConv2d(kind, &s.tensor, &f.tensor, &d.tensor, w, compute))
     return false;
   const Widened &out = written == src ? s : written == weights ? f : d;
@@ -283,10 +284,6 @@ Span span(const Act &in, const mpWindow *w, mpPoolKind kind, int64_t y0,
 } // namespace
 
 namespace {
-
-bool isNarrow(const mpTensor *t) {
-  return t->elementType == MP_F16 || t->elementType == MP_BF16;
-}
 
 /// An f32 buffer for `t`: `t`'s own data when it is f32, else a scratch
 /// buffer (filled with `t` widened exactly when `read`); null when `t` is

@@ -120,15 +120,12 @@ void convert(Operation *op, bool toLast, OpBuilder &b) {
   b.setInsertionPointAfter(flipped);
   for (unsigned i = 0, e = op->getNumResults(); i < e; ++i) {
     Value result = flipped->getResult(i);
-    if (!isActivationResult(op, i))
-      continue;
-    result.setType(permuted(cast<RankedTensorType>(result.getType()), in));
-    op->getResult(i).replaceAllUsesWith(
-        TransposeOp::create(b, op->getLoc(), result, out));
+    if (isActivationResult(op, i)) {
+      result.setType(permuted(cast<RankedTensorType>(result.getType()), in));
+      result = TransposeOp::create(b, op->getLoc(), result, out);
+    }
+    op->getResult(i).replaceAllUsesWith(result);
   }
-  for (unsigned i = 0, e = op->getNumResults(); i < e; ++i)
-    if (!isActivationResult(op, i))
-      op->getResult(i).replaceAllUsesWith(flipped->getResult(i));
   op->erase();
 }
 
@@ -246,19 +243,23 @@ struct SinkTranspose : RewritePattern {
     if (!perm)
       return failure();
     SmallVector<int64_t> inv = inverse(*perm);
-    // Check every operand before creating anything.
-    for (Value v : op->getOperands()) {
+    // The input of `v`'s transpose by `perm`, if it is one.
+    auto untransposed = [&](Value v) -> Value {
       auto t = v.getDefiningOp<TransposeOp>();
-      if (!(t && t.getPermutation() == ArrayRef<int64_t>(*perm)) &&
-          !permutesForFree(v, inv))
+      return t && t.getPermutation() == ArrayRef<int64_t>(*perm)
+                 ? t.getInput()
+                 : Value();
+    };
+    // Check every operand before creating anything.
+    for (Value v : op->getOperands())
+      if (!untransposed(v) && !permutesForFree(v, inv))
         return failure();
-    }
     SmallVector<Value> operands;
     for (Value v : op->getOperands()) {
-      auto t = v.getDefiningOp<TransposeOp>();
-      operands.push_back(t && t.getPermutation() == ArrayRef<int64_t>(*perm)
-                             ? t.getInput()
-                             : permuteForFree(rewriter, op->getLoc(), v, inv));
+      Value input = untransposed(v);
+      if (!input)
+        input = permuteForFree(rewriter, op->getLoc(), v, inv);
+      operands.push_back(input);
     }
     Operation *sunk = rewriter.clone(*op);
     sunk->setOperands(operands);
