@@ -12,6 +12,7 @@ const char *mpStatusString(mpStatus status) {
   case MP_ERROR_NO_DEVICE: return "no CUDA device";
   case MP_ERROR_BACKEND: return "backend call failed";
   case MP_ERROR_UNSUPPORTED: return "unsupported";
+  case MP_ERROR_COMMUNICATION: return "collective communication failed";
   }
   return "unknown status";
 }

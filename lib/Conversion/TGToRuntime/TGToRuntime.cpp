@@ -493,6 +493,9 @@ static_assert(int(ComparePredicate::eq) == MP_EQ &&
                   int(ComparePredicate::gt) == MP_GT &&
                   int(ComparePredicate::ge) == MP_GE,
               "tg.compare's predicates are the runtime's compare kinds");
+static_assert(int(CollectiveReduction::sum) == MP_COLLECTIVE_SUM &&
+                  int(CollectiveReduction::mean) == MP_COLLECTIVE_MEAN,
+              "tg.all_reduce's reductions are the runtime's collective kinds");
 
 template <typename OpTy>
 Type computeOf(OpTy op) {
@@ -922,6 +925,18 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             for (Value m : ArrayRef<Value>(out).drop_back())
               c.tensor(m);
             c.call("unscale_grads", module);
+            return success();
+          })
+          .Case([&](AllReduceOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(static_cast<int64_t>(o.getReduction()));
+            c.type(computeOf(o));
+            c.i(o.getInputs().size());
+            for (Value v : o.getInputs())
+              c.tensor(operand(v));
+            for (Value m : out)
+              c.tensor(m);
+            c.call("all_reduce", module);
             return success();
           })
           .Case([&](UpdateLossScaleOp o) {

@@ -81,6 +81,11 @@ mpStatus mpSliceGrad(const mpTensor *dy, mpTensor *dx, const int64_t *offsets,
 mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                   int32_t transposeLhs, int32_t transposeRhs,
                   mpElementType compute);
+/// One rank only: the NCCL transport is not built yet, so a data-parallel
+/// step on more than one rank returns MP_ERROR_UNSUPPORTED.
+mpStatus mpAllReduce(mpCollectiveKind kind, int32_t count,
+                     const mpTensor *inputs, mpTensor *outputs,
+                     mpElementType compute);
 mpStatus mpUnscaleGrads(int32_t count, const mpTensor *grads,
                         mpTensor *unscaled, const mpTensor *scale,
                         mpTensor *foundInf);

@@ -13,6 +13,8 @@
 #include "Common.cuh"
 #include "Kernels.h"
 
+#include "../Entry.h"
+
 #include <vector>
 
 using namespace mp;
@@ -243,4 +245,32 @@ mpStatus mp::cuda::mpAdamUpdate(mpTensor *param, const mpTensor *grad,
         static_cast<float *>(secondMoment->data), skipPointer(skip), coef, n,
         lr, beta1, beta2, epsilon, weightDecay);
   return launched("Adam kernels") ? MP_OK : MP_ERROR_BACKEND;
+}
+
+mpStatus mp::cuda::mpAllReduce(mpCollectiveKind kind, int32_t count,
+                               const mpTensor *inputs, mpTensor *outputs,
+                               mpElementType compute) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  if (count < 1 || !inputs || !outputs ||
+      (kind != MP_COLLECTIVE_SUM && kind != MP_COLLECTIVE_MEAN))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (::mpCommunicatorSize() > 1) {
+    rt::setDetail("tg.all_reduce across ranks needs the NCCL transport, "
+                  "which the CUDA backend does not have yet");
+    return MP_ERROR_UNSUPPORTED;
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    int64_t n = mpNumElements(&inputs[i]);
+    if (n < 0 || n != mpNumElements(&outputs[i]) ||
+        inputs[i].elementType != outputs[i].elementType)
+      return MP_ERROR_INVALID_ARGUMENT;
+    if (n && inputs[i].data != outputs[i].data)
+      MP_CUDA_TRY(cudaMemcpyAsync(outputs[i].data, inputs[i].data,
+                                  size_t(n) * mpElementSize(
+                                                  inputs[i].elementType),
+                                  cudaMemcpyDeviceToDevice, c->stream));
+  }
+  return MP_OK;
 }

@@ -783,6 +783,28 @@ LogicalResult UnscaleGradsOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (getResults().size() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size() << " inputs but "
+                         << getResults().size() << " results";
+  Type element = getElementTypeOrSelf(getInputs().front().getType());
+  for (auto [i, pair] : llvm::enumerate(
+           llvm::zip(getInputs().getTypes(), getResults().getTypes()))) {
+    auto [in, out] = pair;
+    if (in != out)
+      return emitOpError() << "result #" << i << " has type " << out
+                           << " but input #" << i << " has type " << in;
+    if (getElementTypeOrSelf(in) != element)
+      return emitOpError() << "input #" << i << " has element type "
+                           << getElementTypeOrSelf(in) << " but input #0 has "
+                           << element
+                           << ": one all-reduce sends one element type";
+  }
+  return success();
+}
+
 OperandRole UnscaleGradsOp::getOperandRole(unsigned index) {
   return index < getGrads().size() ? OperandRole::Data
                                    : OperandRole::Parameter;

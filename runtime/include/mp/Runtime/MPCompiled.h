@@ -83,6 +83,7 @@ extern "C" {
   X(random_uniform, "low:f high:f stream:i seed out")                         \
   X(next_seed, "seed out")                                                    \
   X(unscale_grads, "n:i scale found_inf grads[n] unscaled[n]")                \
+  X(all_reduce, "kind:i compute:type n:i inputs[n] outputs[n]")             \
   X(update_loss_scale, "growth:f backoff:f interval:i min:f max:f scale "     \
                        "good_steps found_inf new_scale new_good_steps")       \
   X(tensor_stats, "in stats")                                                 \

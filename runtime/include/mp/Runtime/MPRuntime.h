@@ -55,7 +55,8 @@ typedef enum mpStatus {
   MP_ERROR_OUT_OF_MEMORY = 2,
   MP_ERROR_NO_DEVICE = 3,
   MP_ERROR_BACKEND = 4, /* a CUDA or cuBLAS call failed; see the message */
-  MP_ERROR_UNSUPPORTED = 5
+  MP_ERROR_UNSUPPORTED = 5,
+  MP_ERROR_COMMUNICATION = 6 /* a collective failed or timed out */
 } mpStatus;
 
 /* The largest rank a runtime tensor may have. */
@@ -349,6 +350,43 @@ mpStatus mpUpdateLossScale(mpTensor *scale, mpTensor *goodSteps,
                            const mpTensor *foundInf, float growth,
                            float backoff, int64_t interval, float minScale,
                            float maxScale);
+
+/*===----------------------------------------------------------------------===*
+ * Collectives (tg.all_reduce). The runtime holds one communicator per
+ * process, which the host program sets: mp-runner under mpirun, or an MPI
+ * program linking compiled steps (mp/Runtime/MPCollectives.h sets one from
+ * an MPI communicator). Without one the process is a run of one rank.
+ *===----------------------------------------------------------------------===*/
+
+typedef enum mpCollectiveKind {
+  MP_COLLECTIVE_SUM = 0, /* the values of tg's CollectiveReduction */
+  MP_COLLECTIVE_MEAN = 1
+} mpCollectiveKind;
+
+typedef struct mpCommunicator {
+  int32_t size; /* ranks */
+  int32_t rank; /* this process, in [0, size) */
+  /* Replaces the `count` elements at `data` (of `type`: f32, f64, f16 or
+   * bf16) by their sum over all ranks, identical on every rank, adding in
+   * `compute` (f32 for f16/bf16 data; partial sums travel in `type`). */
+  mpStatus (*allReduceSum)(void *context, void *data, int64_t count,
+                           mpElementType type, mpElementType compute);
+  void *context;
+} mpCommunicator;
+
+/* Makes `comm` (copied) the process's communicator; null returns to one
+ * rank. */
+void mpSetCommunicator(const mpCommunicator *comm);
+/* The communicator's size (1 without one). */
+int32_t mpCommunicatorSize(void);
+
+/* outputs[i] = the sum (or mean) over all ranks of inputs[i], for `count`
+ * tensors of one floating-point element type, sent as one message. A mean
+ * divides each contribution by the rank count in `compute` before sending.
+ * outputs[i] may alias inputs[i]. */
+mpStatus mpAllReduce(mpCollectiveKind kind, int32_t count,
+                     const mpTensor *inputs, mpTensor *outputs,
+                     mpElementType compute);
 
 /*===----------------------------------------------------------------------===*
  * Numerics checks (tg.tensor_stats, tg.record_nonfinite)

@@ -114,6 +114,14 @@ def TG_ComparePredicate : I32EnumAttr<"ComparePredicate",
   let cppNamespace = "::mp::tg";
 }
 
+def TG_CollectiveReduction : I32EnumAttr<"CollectiveReduction",
+    "how tg.all_reduce combines the ranks' tensors", [
+      I32EnumAttrCase<"sum", 0>,
+      I32EnumAttrCase<"mean", 1>
+    ]> {
+  let cppNamespace = "::mp::tg";
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//

@@ -1345,6 +1345,54 @@ def TG_RecordNonfiniteOp : TG_Op<"record_nonfinite", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def TG_AllReduceOp : TG_PrecisionOp<"all_reduce", "Allow", [
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "sums or averages tensors across the ranks of a data-parallel run";
+  let description = [{
+    Every rank of a data-parallel run passes its own `inputs` and receives,
+    in `results`, their elementwise sum (`sum`) or mean (`mean`) over all
+    ranks. One op is one message: the inputs are a bucket that the runtime
+    packs into one buffer and reduces with one collective call, so many
+    small gradients cost the latency of few messages. Outside a
+    data-parallel run (one rank) the results equal the inputs.
+
+    Precision. The storage type of the inputs (all alike) is what travels
+    between ranks; the compute type (`compute(f32)` for f16/bf16 data) is
+    what partial sums are added in. Each transfer rounds a partial sum to
+    the storage type, so an f16 reduction over `N` ranks rounds up to
+    `N - 1` times. `mean` divides every contribution by the number of ranks
+    (in the compute type) before it is sent, so a mean cannot overflow
+    where no contribution does. It is on the allow list: under mixed
+    precision the gradients are communicated in the low type (half the
+    bytes), as PyTorch DDP's `fp16_compress_hook`/`bf16_compress_hook` do;
+    putting `all_reduce` on the deny list of a policy keeps them in f32.
+
+    It is not `Pure`: every rank must issue the same collectives in the same
+    order, so none may be removed, merged or moved across another.
+    `tg-data-parallel` inserts it between the backward pass and the
+    optimizer updates.
+
+    ```mlir
+    %g0r, %g1r = tg.all_reduce mean %g0, %g1 compute(f32)
+        : (tensor<64x32xf16>, tensor<32xf16>)
+        -> (tensor<64x32xf16>, tensor<32xf16>)
+    ```
+  }];
+  let arguments = (ins TG_CollectiveReduction:$reduction,
+                       Variadic<TG_FloatTensor>:$inputs,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs Variadic<TG_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $reduction $inputs (`compute` `(` $compute^ `)`)? attr-dict `:`
+    functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+}
+
 include "mp/Dialect/TG/IR/TGConvOps.td"
 
 #endif // MP_DIALECT_TG_IR_TGOPS_TD

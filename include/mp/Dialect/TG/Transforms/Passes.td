@@ -306,6 +306,54 @@ def TGAssignLayout : Pass<"tg-assign-layout", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGDataParallel : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Average the gradients of a training step across the ranks "
+                "of a data-parallel run";
+  let description = [{
+    Rewrites every training step (`tg.train_step`) so that N processes, each
+    running it on its own shard of the batch, take the same update as one
+    process on the whole batch: every gradient an optimizer update
+    (`OptimizerOpInterface`) reads is replaced by its mean over the ranks,
+    computed by `tg.all_reduce mean`.
+
+    * **Buckets.** Gradients are grouped in the order the backward pass
+      produces them, into buckets of at most `bucket-mb` MiB of one element
+      type (`0`: one all-reduce per gradient; a gradient larger than the cap
+      is a bucket of its own), as PyTorch DDP does. Each `tg.all_reduce`
+      sits right after the last producer of its bucket, so a runtime whose
+      collectives run asynchronously can overlap it with the rest of the
+      backward pass.
+    * **Mixed precision.** Run before `tg-mixed-precision`: `tg.all_reduce`
+      is on the allow list, so under AMP the gradients travel in the low
+      type with f32 accumulation (half the bytes), and a policy with
+      `all_reduce` on its deny list keeps them in f32. The precision report
+      lists every bucket's decision.
+    * **Loss scaling.** On an already loss-scaled step, the scaled gradients
+      are reduced before `tg.unscale_grads`. Either way the overflow check
+      reads the reduced gradients, identical on every rank, so every rank
+      skips the same steps and keeps the same loss scale.
+
+    The number of ranks is not in the IR: the runtime's communicator
+    divides, so one compiled step serves any number of ranks (and runs
+    unchanged on one). A step that already holds `tg.all_reduce` is left as
+    it is.
+
+    ```mlir
+    %gw = tg.matmul %x, %dy transpose_lhs : ... -> tensor<64x128xf32>
+    %gb = tg.reduce_sum %dy axes = [0] : ... -> tensor<128xf32>
+    %r:2 = tg.all_reduce mean %gw, %gb
+        : (tensor<64x128xf32>, tensor<128xf32>) -> (tensor<64x128xf32>, tensor<128xf32>)
+    %w1 = tg.sgd_update %w, %r#0 {lr = 0.1 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "The most MiB of gradients one all-reduce sends (0: one per "
+           "gradient)">,
+  ];
+}
+
 def TGInsertLossScaling : Pass<"tg-insert-loss-scaling", "::mlir::ModuleOp"> {
   let summary = "Scale the loss, unscale and check the gradients, skip the "
                 "step on overflow, and update the scale, all in the step";
