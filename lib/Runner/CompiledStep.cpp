@@ -33,6 +33,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mp;
@@ -276,12 +277,21 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                                            const AmpConfig &amp,
                                            const NumericsConfig &numerics,
                                            CompileProgress *progress,
-                                           const LayoutConfig &layout) {
+                                           const LayoutConfig &layout,
+                                           const ParallelConfig &parallel) {
   CompileProgress::Scope phases(progress);
   FailureOr<func::FuncOp> fn = findTrainStep(module, entry);
   if (failed(fn))
     return failure();
   std::string name = fn->getSymName().str();
+  if (parallel.enabled) {
+    tg::TGDataParallelOptions options;
+    options.bucketMb = parallel.bucketMb;
+    PassManager pm(module.getContext());
+    pm.addPass(tg::createTGDataParallel(options));
+    if (failed(pm.run(module)))
+      return failure();
+  }
   if (amp.mode != "off") {
     auto options = tg::TGMixedPrecisionPipelineOptions::createFromString(
         amp.options);
@@ -337,6 +347,12 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
   FailureOr<StepSignature> sig = readSignature(step);
   if (failed(sig) || failed(readCheckedOps(step, *sig)))
     return failure();
+  {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    step->print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
+    sig->fingerprint = llvm::xxh3_64bits(text);
+  }
   if (auto forward = addForwardFunction(module, step)) {
     sig->forwardEntry = forward->first;
     sig->forwardResult = forward->second;

@@ -18,7 +18,8 @@ using llvm::createStringError;
 
 void Dataset::fillBatch(const std::map<unsigned, HostTensor> &split,
                         int64_t samples, int64_t index,
-                        std::vector<HostTensor> &arguments) const {
+                        std::vector<HostTensor> &arguments, int64_t shard,
+                        int64_t shards) const {
   for (auto &[arg, all] : split) {
     HostTensor &dst = arguments[arg];
     int64_t batch = dst.shape.empty() ? 1 : dst.shape[0];
@@ -27,7 +28,9 @@ void Dataset::fillBatch(const std::map<unsigned, HostTensor> &split,
     const auto *in = static_cast<const char *>(all.data());
     // In 128 bits: a step index near 2^53 times the batch overflows 64.
     unsigned __int128 start =
-        (unsigned __int128)uint64_t(index) * uint64_t(batch);
+        ((unsigned __int128)uint64_t(index) * uint64_t(shards) +
+         uint64_t(shard)) *
+        uint64_t(batch);
     for (int64_t r = 0; r < batch; ++r) {
       int64_t row = int64_t((start + uint64_t(r)) % uint64_t(samples));
       std::memcpy(out + r * rowBytes, in + row * rowBytes, rowBytes);

@@ -189,7 +189,8 @@ llvm::Expected<uint64_t> Trainer::weightsHash() {
 }
 
 llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
-  data.fillBatch(data.train, data.trainSamples, index, buffers);
+  int64_t shard = ranks ? ranks->rank() : 0, shards = ranks ? ranks->size() : 1;
+  data.fillBatch(data.train, data.trainSamples, index, buffers, shard, shards);
   // What the record reads: the loss, the skip predicate, the loss scale.
   const StepSignature &sig = signature();
   llvm::SmallVector<unsigned> wanted{resultBuffer(sig.lossResult)};
@@ -224,6 +225,29 @@ llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
     record.skipped = result(*foundInfResult).getInt(0) != 0;
   if (firstNonfiniteResult)
     record.firstNonfinite = result(*firstNonfiniteResult).getInt(0);
+  if (ranks && ranks->size() > 1) {
+    // Every rank reduced the same gradients, so every rank must have
+    // skipped alike and hold the same scale; the loss is the global mean.
+    auto agree = [&](double value, const char *what) -> llvm::Error {
+      double lo, hi;
+      if (llvm::Error err = ranks->range(value, lo, hi))
+        return err;
+      if (lo == hi || (std::isnan(lo) && std::isnan(hi)))
+        return llvm::Error::success();
+      return llvm::createStringError(
+          std::errc::state_not_recoverable,
+          "step %lld: the ranks disagree on %s (from %g to %g)",
+          (long long)record.step, what, lo, hi);
+    };
+    if (llvm::Error err = agree(double(record.skipped), "skipping the step"))
+      return std::move(err);
+    if (llvm::Error err = agree(record.lossScale, "the loss scale"))
+      return std::move(err);
+    double loss[1] = {record.loss};
+    if (llvm::Error err = ranks->mean(loss))
+      return std::move(err);
+    record.loss = loss[0];
+  }
   skipped += record.skipped;
   record.skippedTotal = skipped;
   return record;
@@ -254,8 +278,16 @@ Trainer::evaluate(const Dataset &data, int64_t maxSamples,
   const HostTensor &logits = result(*logitsResult);
   const HostTensor &labels = buffers[*labelArg];
   int64_t classes = logits.shape.back();
-  std::vector<bool> correct;
+  // Per position of every batch: 0 not scored (or another rank's batch),
+  // 1 wrong, 2 right. Ranks take every size()-th batch and sum.
+  int64_t perBatch = labels.numElements();
+  std::vector<int64_t> scores(size_t(batches * perBatch), 0);
+  int64_t shard = ranks ? ranks->rank() : 0, shards = ranks ? ranks->size() : 1;
   for (int64_t b = 0; b < batches; ++b) {
+    if (b % shards != shard) {
+      progress(b + 1, batches);
+      continue;
+    }
     data.fillBatch(data.eval, data.evalSamples, b, buffers);
     if (llvm::Error err = uploadBatch())
       return std::move(err);
@@ -276,10 +308,17 @@ Trainer::evaluate(const Dataset &data, int64_t maxSamples,
         if (logits.getFloat(i * classes + c) >
             logits.getFloat(i * classes + best))
           best = c;
-      correct.push_back(best == label);
+      scores[b * perBatch + i] = best == label ? 2 : 1;
     }
     progress(b + 1, batches);
   }
+  if (ranks && shards > 1)
+    if (llvm::Error err = ranks->sum(scores))
+      return std::move(err);
+  std::vector<bool> correct;
+  for (int64_t s : scores)
+    if (s)
+      correct.push_back(s == 2);
   return correct;
 }
 

@@ -48,6 +48,13 @@ struct LayoutConfig {
   std::string reportFile;
 };
 
+/// Whether to run tg-data-parallel before mixed precision, with its bucket
+/// size.
+struct ParallelConfig {
+  bool enabled = false;
+  double bucketMb = 25;
+};
+
 /// Whether and how to run tg-check-numerics after mixed precision.
 struct NumericsConfig {
   bool enabled = false;
@@ -73,7 +80,7 @@ mlir::FailureOr<bool> makeTrainStep(mlir::ModuleOp module,
 mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,
                                                   llvm::StringRef entry);
 
-/// Runs the mixed-precision pipeline and tg-assign-layout on `module` (in
+/// Runs tg-data-parallel, the mixed-precision pipeline and tg-assign-layout on `module` (in
 /// place), adds the step's forward function (`<entry>_forward`, computing
 /// the `logits` output alone, with the step's precisions and layouts) and
 /// runs tg-lower-to-llvm; returns the signature of the step. Diagnostics go
@@ -83,7 +90,8 @@ mlir::FailureOr<StepSignature>
 lowerStep(mlir::ModuleOp module, llvm::StringRef entry, const AmpConfig &amp,
           const NumericsConfig &numerics = NumericsConfig(),
           CompileProgress *progress = nullptr,
-          const LayoutConfig &layout = LayoutConfig());
+          const LayoutConfig &layout = LayoutConfig(),
+          const ParallelConfig &parallel = ParallelConfig());
 
 /// Lowers the function `name` of `module` as it is (no mixed precision, no
 /// training step): every argument is an input (its role taken from its

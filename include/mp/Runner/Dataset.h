@@ -54,9 +54,14 @@ struct Dataset {
   /// (arrays holding NaNs or infinities).
   std::vector<std::string> warnings;
 
-  /// Copies batch `index` of `split` into the argument buffers.
+  /// Copies batch `index` of `split` into the argument buffers. With
+  /// `shards` > 1 (the ranks of a data-parallel run), global batch `index`
+  /// is `shards` local batches and this copies local batch `shard` of it:
+  /// rows [(index * shards + shard) * B, ... + B), so N ranks with batch B
+  /// see exactly the rows one rank with batch N * B sees.
   void fillBatch(const std::map<unsigned, HostTensor> &split, int64_t samples,
-                 int64_t index, std::vector<HostTensor> &arguments) const;
+                 int64_t index, std::vector<HostTensor> &arguments,
+                 int64_t shard = 0, int64_t shards = 1) const;
 };
 
 /// What the synthetic tasks need to know about the model beyond the

@@ -51,6 +51,7 @@ struct CompileOptions {
   std::string entry;
   AmpConfig amp;
   LayoutConfig layout;
+  ParallelConfig parallel;
   NumericsConfig numerics;
   Backend backend = Backend::CPU;
   /// LLVM's optimisation level for the JIT.

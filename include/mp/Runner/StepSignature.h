@@ -68,6 +68,10 @@ struct StepSignature {
   std::optional<unsigned> forwardResult;
   /// The ops tg-check-numerics watches, when it ran.
   std::vector<CheckedOp> checkedOps;
+  /// A hash of the step as compiled (after mixed precision, layout and the
+  /// numerics checks, without locations): the ranks of a data-parallel run
+  /// compare it at start-up.
+  uint64_t fingerprint = 0;
 
   const CheckedOp *findCheckedOp(int64_t id) const;
 

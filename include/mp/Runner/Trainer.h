@@ -12,6 +12,7 @@
 #include "mp/Runner/CompiledStep.h"
 #include "mp/Runner/Dataset.h"
 #include "mp/Runner/Executor.h"
+#include "mp/Runner/Ranks.h"
 
 namespace mp::runner {
 
@@ -61,6 +62,13 @@ public:
   /// Parameters from tg.init, else seeded uniform in +-1/sqrt(fan-in) for
   /// matrices and zeros for vectors; state from tg.init or zeros.
   llvm::Error initialize(uint64_t seed);
+
+  /// Makes this trainer one rank of the data-parallel run `ranks` (which
+  /// outlives it): each step reads this rank's shard of the global batch,
+  /// the loss it records is the mean over the ranks, and a step after which
+  /// the ranks disagree on skipping or on the loss scale is an error;
+  /// evaluation splits its batches among the ranks.
+  void distribute(Ranks &ranks) { this->ranks = &ranks; }
 
   /// Runs training step `index` (0-based) on its batch.
   llvm::Expected<StepRecord> step(int64_t index, const Dataset &data);
@@ -138,6 +146,7 @@ private:
   std::optional<unsigned> scaleArg, goodStepsArg, foundInfResult, logitsResult,
       labelArg, firstNonfiniteResult, statsResult;
   int64_t skipped = 0;
+  Ranks *ranks = nullptr;
 };
 
 } // namespace mp::runner

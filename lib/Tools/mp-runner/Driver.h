@@ -25,6 +25,7 @@
 
 #include "mp/Dialect/TG/Transforms/Passes.h"
 #include "mp/Runner/Numerics.h"
+#include "mp/Runner/Ranks.h"
 #include "mp/Runner/Runner.h"
 
 #include <map>
@@ -43,9 +44,10 @@ int fail(llvm::Error err);
 
 class Driver {
 public:
-  explicit Driver(const Options &options)
-      : o(options), progress(/*stderr*/ 2, "mp-runner",
-                             options.compileProgress) {}
+  /// A driver for one rank of `ranks` (which outlives it).
+  Driver(const Options &options, runner::Ranks &ranks)
+      : o(options), ranks(ranks),
+        progress(/*stderr*/ 2, "mp-runner", options.compileProgress) {}
 
   /// Runs mp-runner with the options; returns the exit status.
   int run();
@@ -66,6 +68,9 @@ private:
   /// The dataset, the initial state, --init-weights and --resume.
   llvm::Error prepareData();
   llvm::Error initialiseState();
+  /// Under mpirun: checks that every rank starts from the same parameters,
+  /// state and step.
+  llvm::Error sameStartOnEveryRank();
 
   // Training.cpp
   /// The step loop; returns the exit status.
@@ -98,6 +103,9 @@ private:
                            int64_t bufferBytes);
 
   const Options &o;
+  /// The data-parallel run this process is a rank of (one rank without
+  /// mpirun).
+  runner::Ranks &ranks;
   runner::BackendChoice backend;
   /// The checkpoint --resume names, read before compiling (its precision
   /// decides --amp=auto).

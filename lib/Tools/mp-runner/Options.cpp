@@ -66,6 +66,11 @@ llvm::Error tools::checkOptions(const Options &o) {
     return bad("--amp-warmup-steps must not be negative");
   if (!(o.compileProgress >= 0) || !std::isfinite(o.compileProgress))
     return bad("--compile-progress must be 0 or a number of seconds");
+  if (!(o.bucketMb >= 0) || !std::isfinite(o.bucketMb))
+    return bad("--bucket-mb must be a finite number of MiB, at least 0");
+  if (!(o.collectiveTimeout >= 0) || !std::isfinite(o.collectiveTimeout))
+    return bad("--collective-timeout must be 0 (forever) or a number of "
+               "seconds");
   if (o.optLevel > 3)
     return bad("-O must be 0, 1, 2 or 3, not " + llvm::Twine(o.optLevel));
   return llvm::Error::success();

@@ -213,6 +213,17 @@ struct Options {
           "Train the first N steps in FP32, then in --amp's precision "
           "with the same parameters and optimizer state"),
       llvm::cl::init(0), llvm::cl::cat(category)};
+  llvm::cl::opt<double> bucketMb{
+      "bucket-mb",
+      llvm::cl::desc("Under mpirun: the most MiB of gradients one "
+                     "all-reduce sends (tg-data-parallel; default 25)"),
+      llvm::cl::init(25.0), llvm::cl::cat(category)};
+  llvm::cl::opt<double> collectiveTimeout{
+      "collective-timeout",
+      llvm::cl::desc("Under mpirun: seconds a rank waits for the others in "
+                     "one collective before it stops the run (default 300; "
+                     "0: forever)"),
+      llvm::cl::init(300.0), llvm::cl::cat(category)};
   llvm::cl::opt<bool> deviceInfo{
       "device-info",
       llvm::cl::desc("Describe the CPU, the GPUs and the "

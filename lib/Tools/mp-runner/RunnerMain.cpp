@@ -22,12 +22,18 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 using namespace mp;
 using namespace mp::runner;
 using namespace mp::tools;
 
+/// "rank N: " in the messages of a data-parallel run's ranks.
+static std::string rankPrefix;
+
 int tools::fail(const llvm::Twine &message) {
-  llvm::errs() << "mp-runner: error: " << message << "\n";
+  llvm::errs() << "mp-runner: error: " << rankPrefix << message << "\n";
   return 1;
 }
 
@@ -72,5 +78,37 @@ int mp::runnerMain(int argc, char **argv) {
   }
   if (llvm::Error err = checkOptions(o))
     return fail(std::move(err));
-  return Driver(o).run();
+  if (!Ranks::launchedByMpi()) {
+    Ranks one;
+    return Driver(o, one).run();
+  }
+
+  // One rank of a data-parallel run: the step averages its gradients over
+  // the ranks, rank 0 prints and writes the files, and a rank that fails
+  // stops them all (the others may be waiting for it in a collective).
+  llvm::Expected<Ranks> ranks = Ranks::join(o.collectiveTimeout);
+  if (!ranks)
+    return fail(ranks.takeError());
+  if (ranks->size() > 1) {
+    rankPrefix = "rank " + std::to_string(ranks->rank()) + ": ";
+    if (!o.adaptPrecision.empty() || !o.rangeStats.empty())
+      return fail("--adapt-precision and --range-stats follow one "
+                  "process's numerics; they do not run under mpirun yet");
+  }
+  if (ranks->rank() != 0) {
+    for (llvm::cl::opt<std::string> *file :
+         {&o.log, &o.summary, &o.checkpoint, &o.plot, &o.layoutReport})
+      file->setValue("");
+    llvm::outs().flush();
+    int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::close(null);
+    }
+  }
+  int status = Driver(o, *ranks).run();
+  llvm::outs().flush();
+  if (status != 0 && ranks->size() > 1)
+    ranks->abort(status);
+  return status;
 }

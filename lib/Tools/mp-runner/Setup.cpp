@@ -132,7 +132,22 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.optLevel = o.optLevel;
   options.cudaGraphs = o.cudaGraphs;
   options.progress = &progress;
-  return compileTrainer(*module, options, label);
+  options.parallel.enabled = ranks.joined();
+  options.parallel.bucketMb = o.bucketMb;
+  llvm::Expected<std::unique_ptr<Trainer>> trainer =
+      compileTrainer(*module, options, label);
+  if (!trainer)
+    return trainer.takeError();
+  if (ranks.joined()) {
+    (*trainer)->distribute(ranks);
+    // Every rank must have compiled the same step: the collectives of
+    // different steps would not match.
+    if (llvm::Error err = ranks.checkSame(
+            (*trainer)->signature().fingerprint,
+            "the compiled step (model, shapes, precision and options)"))
+      return std::move(err);
+  }
+  return trainer;
 }
 
 llvm::Error Driver::compileRuns() {
@@ -215,7 +230,7 @@ llvm::Error Driver::initialiseState() {
     }
   }
   if (!resumed)
-    return llvm::Error::success();
+    return sameStartOnEveryRank();
   std::optional<std::string> amp = checkpointAmp(*resumed);
   // A checkpoint of the AMP phase of a warm-up run resumes in AMP.
   if (ampTrainer && amp == ampMode)
@@ -242,5 +257,19 @@ llvm::Error Driver::initialiseState() {
                  "; --steps is the step to train until: ask for more (say "
                  "--steps " +
                  llvm::Twine(first + o.steps) + ")");
+  return sameStartOnEveryRank();
+}
+
+llvm::Error Driver::sameStartOnEveryRank() {
+  if (!ranks.joined())
+    return llvm::Error::success();
+  for (Run &run : runs) {
+    llvm::Expected<uint64_t> hash = run.trainer->weightsHash();
+    if (!hash)
+      return hash.takeError();
+    if (llvm::Error err = ranks.checkSame(
+            *hash ^ uint64_t(first), "the initial parameters and step"))
+      return err;
+  }
   return llvm::Error::success();
 }

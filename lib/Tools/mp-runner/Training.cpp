@@ -18,7 +18,8 @@ llvm::Error Driver::saveCheckpoint(int64_t step) {
       {"model", o.input},
       {"amp", runs[0].trainer->label() == "fp32" ? "off" : ampMode},
       {"amp_options", o.ampOptions},
-      {"seed", std::to_string(o.seed)}};
+      {"seed", std::to_string(o.seed)},
+      {"data_parallel_ranks", std::to_string(ranks.size())}};
   llvm::Expected<Checkpoint> ckpt =
       runs[0].trainer->checkpoint(step, std::move(metadata));
   if (!ckpt)

@@ -1,0 +1,131 @@
+//===- Communicator.cpp - the runtime's communicator over MPI -------------===//
+//
+// mpUseMpiCommunicator (MPCollectives.h): tg.all_reduce's sums as
+// MPI_Iallreduce calls, waited for with a deadline. f16 and bf16 have no
+// MPI type: they travel as MPI_UINT16_T and a user-defined operation adds
+// them in f32 (each transfer rounds the partial sum to the 16-bit type, as
+// NCCL's half-precision reductions do).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPCollectives.h"
+
+#include "../Entry.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <string>
+#include <thread>
+
+namespace {
+
+struct MpiState {
+  MPI_Comm comm = MPI_COMM_NULL;
+  double timeoutSeconds = 0;
+  int rank = 0, size = 1;
+  MPI_Op addF16 = MPI_OP_NULL, addBF16 = MPI_OP_NULL;
+};
+
+MpiState state;
+
+template <mpElementType Type>
+void addInF32(void *in, void *inout, int *len, MPI_Datatype *) {
+  constexpr int kChunk = 1024;
+  float a[kChunk], b[kChunk];
+  auto *x = static_cast<const uint16_t *>(in);
+  auto *y = static_cast<uint16_t *>(inout);
+  for (int k = 0; k < *len; k += kChunk) {
+    int n = std::min(kChunk, *len - k);
+    mpConvert(x + k, Type, a, MP_F32, n);
+    mpConvert(y + k, Type, b, MP_F32, n);
+    for (int j = 0; j < n; ++j)
+      b[j] = a[j] + b[j];
+    mpConvert(b, MP_F32, y + k, Type, n);
+  }
+}
+
+/// Waits for `request` until the deadline; false when it passed.
+bool waitFor(MPI_Request &request, double timeoutSeconds) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  int spins = 0;
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return false;
+    if (done)
+      return true;
+    // Spin for the first few tests (small messages finish in microseconds),
+    // then yield the core to the other ranks' kernels.
+    if (++spins > 1000)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (timeoutSeconds > 0 &&
+        std::chrono::duration<double>(Clock::now() - start).count() >
+            timeoutSeconds)
+      return false;
+  }
+}
+
+mpStatus allReduceSum(void *, void *data, int64_t count, mpElementType type,
+                      mpElementType) {
+  MPI_Datatype datatype;
+  MPI_Op op = MPI_SUM;
+  switch (type) {
+  case MP_F32: datatype = MPI_FLOAT; break;
+  case MP_F64: datatype = MPI_DOUBLE; break;
+  case MP_F16: datatype = MPI_UINT16_T; op = state.addF16; break;
+  case MP_BF16: datatype = MPI_UINT16_T; op = state.addBF16; break;
+  default: return MP_ERROR_INVALID_ARGUMENT;
+  }
+  size_t size = mpElementSize(type);
+  auto *bytes = static_cast<char *>(data);
+  for (int64_t first = 0; first < count; first += INT_MAX) {
+    int n = int(std::min<int64_t>(INT_MAX, count - first));
+    MPI_Request request;
+    if (MPI_Iallreduce(MPI_IN_PLACE, bytes + first * size, n, datatype, op,
+                       state.comm, &request) != MPI_SUCCESS) {
+      mp::rt::setDetail("MPI_Iallreduce failed on rank " +
+                        std::to_string(state.rank));
+      return MP_ERROR_COMMUNICATION;
+    }
+    if (!waitFor(request, state.timeoutSeconds)) {
+      mp::rt::setDetail(
+          "rank " + std::to_string(state.rank) + " of " +
+          std::to_string(state.size) + " waited more than " +
+          std::to_string(int64_t(state.timeoutSeconds)) +
+          " s for an all-reduce of " + std::to_string(int64_t(n) * size) +
+          " bytes: another rank died, hangs, or runs a different step");
+      return MP_ERROR_COMMUNICATION;
+    }
+  }
+  return MP_OK;
+}
+
+} // namespace
+
+extern "C" mpStatus mpUseMpiCommunicator(int32_t comm, double timeoutSeconds) {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised || !(timeoutSeconds >= 0))
+    return MP_ERROR_INVALID_ARGUMENT;
+  MPI_Comm c = MPI_Comm_f2c(comm);
+  if (c == MPI_COMM_NULL) {
+    mpSetCommunicator(nullptr);
+    state.comm = MPI_COMM_NULL;
+    return MP_OK;
+  }
+  state.comm = c;
+  state.timeoutSeconds = timeoutSeconds;
+  MPI_Comm_rank(c, &state.rank);
+  MPI_Comm_size(c, &state.size);
+  if (state.addF16 == MPI_OP_NULL) {
+    MPI_Op_create(&addInF32<MP_F16>, /*commute=*/1, &state.addF16);
+    MPI_Op_create(&addInF32<MP_BF16>, /*commute=*/1, &state.addBF16);
+  }
+  mpCommunicator communicator{state.size, state.rank, &allReduceSum, nullptr};
+  mpSetCommunicator(&communicator);
+  return MP_OK;
+}
