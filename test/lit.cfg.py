@@ -117,6 +117,26 @@ if config.mp_has_cuda:
     else:
         lit_config.note("no CUDA device: the CUDA tests are reported UNSUPPORTED")
 
+# Data-parallel runs (mpi): built with MPI, and Open MPI's mpirun here.
+# %mpirun starts ranks on this machine whatever its core count
+# (--oversubscribe), as root too (containers), with shared-memory transfers
+# that need no ptrace permission.
+import shutil
+mpirun = shutil.which("mpirun")
+if config.mp_has_mpi and mpirun:
+    config.available_features.add("mpi")
+    flags = ["--oversubscribe", "--mca", "btl_vader_single_copy_mechanism",
+             "none"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        flags.append("--allow-run-as-root")
+    config.substitutions.append(("%mpirun", " ".join([mpirun] + flags)))
+    for var in ("HOME", "TMPDIR"):
+        if var in os.environ:
+            config.environment[var] = os.environ[var]
+elif config.mp_has_mpi:
+    lit_config.note("no mpirun: the data-parallel tests are reported "
+                    "UNSUPPORTED")
+
 # The ONNX importer (mp-import-onnx, mp-onnx-test): built (onnx-importer);
 # ONNX's own backend tests from libonnx-testdata (onnx-testdata); a Python
 # with the onnx package, to build test models with onnx.helper

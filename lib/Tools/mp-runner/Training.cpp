@@ -3,6 +3,7 @@
 #include "Driver.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -42,6 +43,18 @@ int Driver::train() {
                << first + 1 << ".." << o.steps << "; seed " << o.seed << "\n";
   if (!ampNote.empty())
     llvm::outs() << ampNote << "\n";
+  if (ranks.joined()) {
+    int64_t batch = 1;
+    for (const StepArgument &a : runs[0].trainer->signature().arguments)
+      if (a.role == tg::ArgRole::Input && !a.shape.empty())
+        batch = a.shape.front();
+    llvm::outs() << "data-parallel: " << ranks.size()
+                 << " rank(s) over MPI; local batch " << batch
+                 << ", global batch " << batch * ranks.size()
+                 << "; gradients averaged in buckets of up to "
+                 << llvm::format("%g", double(o.bucketMb))
+                 << " MiB; rank 0 logs and writes the files\n";
+  }
   if (resumed)
     llvm::outs() << "resumed from " << o.resume << " at step " << first << "\n";
 

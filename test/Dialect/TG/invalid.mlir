@@ -809,6 +809,42 @@ func.func @unscale_grads_each_unscaled_result_has_its_gradient_s_type(%g: tensor
 
 // -----
 
+// Rule: all_reduce: at least one input.
+func.func @all_reduce_at_least_one_input() {
+  // expected-error @+1 {{needs at least one input}}
+  tg.all_reduce mean : () -> ()
+  return
+}
+
+// -----
+
+// Rule: all_reduce: one result per input.
+func.func @all_reduce_one_result_per_input(%g: tensor<4xf32>) {
+  // expected-error @+1 {{has 1 inputs but 2 results}}
+  %0:2 = tg.all_reduce sum %g : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Rule: all_reduce: each result has its input's type.
+func.func @all_reduce_each_result_has_its_input_s_type(%g: tensor<4xf32>) {
+  // expected-error @+1 {{result #0 has type 'tensor<4xf16>' but input #0 has type 'tensor<4xf32>'}}
+  %0 = tg.all_reduce mean %g : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+// Rule: all_reduce: one element type for all inputs.
+func.func @all_reduce_one_element_type_for_all_inputs(%a: tensor<4xf32>, %b: tensor<2xf16>) {
+  // expected-error @+1 {{input #1 has element type 'f16' but input #0 has 'f32': one all-reduce sends one element type}}
+  %0:2 = tg.all_reduce mean %a, %b : (tensor<4xf32>, tensor<2xf16>) -> (tensor<4xf32>, tensor<2xf16>)
+  return
+}
+
+// -----
+
 // Rule: update_loss_scale: growth factor > 1.
 func.func @update_loss_scale_growth_factor_1(%s: tensor<f32>, %n: tensor<i64>, %p: tensor<i1>) {
   // expected-error @+1 {{attribute 'growth_factor' = 1 must be finite and greater than 1}}

@@ -225,6 +225,19 @@ func.func @optimizers(%w: tensor<4x8xf32>, %g: tensor<4x8xf32>, %gh: tensor<4x8x
 
 // -----
 
+// CHECK-LABEL: func @all_reduce
+func.func @all_reduce(%g0: tensor<4x8xf16>, %g1: tensor<8xf16>, %l: tensor<f32>)
+    -> (tensor<4x8xf16>, tensor<8xf16>, tensor<f32>) {
+  // CHECK: tg.all_reduce mean %{{.*}}, %{{.*}} compute(f32) : (tensor<4x8xf16>, tensor<8xf16>) -> (tensor<4x8xf16>, tensor<8xf16>)
+  %r0, %r1 = tg.all_reduce mean %g0, %g1 compute(f32)
+      : (tensor<4x8xf16>, tensor<8xf16>) -> (tensor<4x8xf16>, tensor<8xf16>)
+  // CHECK: tg.all_reduce sum %{{.*}} : (tensor<f32>) -> tensor<f32>
+  %s = tg.all_reduce sum %l : (tensor<f32>) -> tensor<f32>
+  return %r0, %r1, %s : tensor<4x8xf16>, tensor<8xf16>, tensor<f32>
+}
+
+// -----
+
 // CHECK-LABEL: func @loss_scaling
 func.func @loss_scaling(%one: tensor<f32>, %s: tensor<f32>, %n: tensor<i64>,
                         %g0: tensor<4x8xf16>, %g1: tensor<8xf32>)

@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -172,7 +173,8 @@ struct DataParallelPass
   void runOnOperation() override {
     if (!(bucketMb >= 0) || !std::isfinite(bucketMb)) {
       getOperation().emitError()
-          << "tg-data-parallel: option 'bucket-mb' = " << bucketMb
+          << "tg-data-parallel: option 'bucket-mb' = "
+          << llvm::formatv("{0}", double(bucketMb)).str()
           << " must be a finite number of MiB, at least 0";
       return signalPassFailure();
     }
