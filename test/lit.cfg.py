@@ -46,7 +46,8 @@ tool_dirs = [config.mp_tools_dir, config.llvm_tools_dir]
 tools = ["mp-opt", "mlir-opt", "mp-runtime-tests", "mp-fast-path-tests",
          "mp-runner", "mp-compile", "mp-grad-check", "mp-import-onnx", "mp-onnx-test",
          "mp-cuda-kernel-tests", "mp-mlir-fuzzer", "mp-onnx-fuzzer",
-         "mp-safetensors-fuzzer", "mp-npy-fuzzer", "mp-policy-fuzzer"]
+         "mp-safetensors-fuzzer", "mp-npy-fuzzer", "mp-policy-fuzzer",
+         "mp-collectives-tests"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The sanitized tree (utils/mp test --sanitize): asan and ubsan, and

@@ -33,6 +33,10 @@ llvm::Error Driver::resolve() {
   if (!choice)
     return choice.takeError();
   backend = *choice;
+  if (backend.backend == Backend::CUDA && ranks.size() > 1)
+    return error("data-parallel runs on the CUDA backend need its NCCL "
+                 "transport, which is not built yet: run the ranks with "
+                 "--backend=cpu");
 
   // A resumed run continues in the checkpoint's precision unless told
   // otherwise.
