@@ -352,6 +352,7 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     llvm::raw_string_ostream os(text);
     step->print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
     sig->fingerprint = llvm::xxh3_64bits(text);
+    step.walk([&](tg::AllReduceOp) { ++sig->allReduces; });
   }
   if (auto forward = addForwardFunction(module, step)) {
     sig->forwardEntry = forward->first;
@@ -668,9 +669,24 @@ llvm::Error runner::emitHeader(const StepSignature &sig, llvm::StringRef path,
        << "_tensors: the step's arguments, then a destination for\n"
        << " * each result that is not an update. Parameters and state are "
        << "updated in\n * place. Link with the mp runtime (mp_runtime); "
-       << "after a step,\n * mprtTakeError() returns any runtime error.\n */\n\n";
+       << "after a step,\n * mprtTakeError() returns any runtime error.\n";
+    if (sig.allReduces)
+      os << " *\n * Data-parallel: the step averages its gradients over the "
+         << "ranks of a run\n * (" << sig.allReduces
+         << " tg.all_reduce bucket(s)). In an MPI program, call\n"
+         << " *   mpUseMpiCommunicator(MPI_Comm_c2f(MPI_COMM_WORLD), "
+            "timeoutSeconds);\n"
+         << " * (mp/Runtime/MPCollectives.h) after MPI_Init, start every "
+            "rank from the\n"
+         << " * same parameters, give each its shard of every global batch, "
+            "and link\n"
+         << " * mp_runtime_mpi and MPI. Without a communicator it runs as "
+            "one rank.\n";
+    os << " */\n\n";
     os << "#ifndef " << upper << "_H\n#define " << upper << "_H\n\n"
        << "#include \"mp/Runtime/MPCompiled.h\"\n\n"
+       << "/* The number of tg.all_reduce ops (0: not data-parallel). */\n"
+       << "#define " << upper << "_ALL_REDUCES " << sig.allReduces << "\n\n"
        << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
     os << "typedef enum " << fn << "_role {\n"
        << "  " << upper << "_PARAM, " << upper << "_STATE, " << upper

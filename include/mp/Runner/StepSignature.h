@@ -72,6 +72,8 @@ struct StepSignature {
   /// numerics checks, without locations): the ranks of a data-parallel run
   /// compare it at start-up.
   uint64_t fingerprint = 0;
+  /// The tg.all_reduce ops of the step (tg-data-parallel's buckets).
+  unsigned allReduces = 0;
 
   const CheckedOp *findCheckedOp(int64_t id) const;
 

@@ -19,6 +19,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mp;
 using namespace mp::runner;
@@ -46,6 +48,16 @@ int mp::compileMain(int argc, char **argv) {
                "inside the step: auto (default: NHWC, the CPU backend's "
                "preference), nhwc, nchw or off; the arguments keep theirs"),
       cl::init("auto"), cl::cat(category));
+  cl::opt<bool> dataParallel(
+      "data-parallel",
+      cl::desc("Average the gradients over the ranks of an MPI program "
+               "(tg-data-parallel; the header says how to link it)"),
+      cl::init(false), cl::cat(category));
+  cl::opt<double> bucketMb(
+      "bucket-mb",
+      cl::desc("With --data-parallel: the most MiB of gradients one "
+               "all-reduce sends (default 25)"),
+      cl::init(25.0), cl::cat(category));
   cl::opt<std::string> entry("entry", cl::desc("The step function"),
                              cl::init(""), cl::cat(category));
   DifferentiationFlags differentiation(category);
@@ -62,6 +74,15 @@ int mp::compileMain(int argc, char **argv) {
       layout != "off") {
     llvm::errs() << "mp-compile: error: --layout must be auto, nhwc, nchw "
                     "or off\n";
+    return 1;
+  }
+  if (!(bucketMb >= 0) || !std::isfinite(bucketMb)) {
+    llvm::errs() << "mp-compile: error: --bucket-mb must be a finite number "
+                    "of MiB, at least 0\n";
+    return 1;
+  }
+  if (bucketMb.getNumOccurrences() && !dataParallel) {
+    llvm::errs() << "mp-compile: error: --bucket-mb needs --data-parallel\n";
     return 1;
   }
   Session session;
@@ -96,9 +117,12 @@ int mp::compileMain(int argc, char **argv) {
   config.options = ampOptions;
   LayoutConfig layoutConfig;
   layoutConfig.layout = layout;
+  ParallelConfig parallel;
+  parallel.enabled = dataParallel;
+  parallel.bucketMb = bucketMb;
   FailureOr<StepSignature> sig = lowerStep(*module, cName, config,
                                            NumericsConfig(), nullptr,
-                                           layoutConfig);
+                                           layoutConfig, parallel);
   if (failed(sig))
     return 1;
   if (llvm::Error err = emitObjectFile(*module, output)) {
