@@ -352,7 +352,14 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     llvm::raw_string_ostream os(text);
     step->print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
     sig->fingerprint = llvm::xxh3_64bits(text);
-    step.walk([&](tg::AllReduceOp) { ++sig->allReduces; });
+    step.walk([&](tg::AllReduceOp reduce) {
+      ++sig->allReduces;
+      for (Type t : reduce.getInputs().getTypes()) {
+        auto tensor = cast<RankedTensorType>(t);
+        sig->allReduceBytes += tensor.getNumElements() *
+                               tensor.getElementTypeBitWidth() / 8;
+      }
+    });
   }
   if (auto forward = addForwardFunction(module, step)) {
     sig->forwardEntry = forward->first;

@@ -13,7 +13,7 @@ import sys
 # From the bottom; a header may include those before it on its line or
 # earlier lines (the same line: neither includes the other).
 LAYERS = [
-    ["HostTensor", "Progress", "StepSignature"],
+    ["HostTensor", "Progress", "Ranks", "StepSignature"],
     ["Dataset", "CompiledStep", "Loading", "Weights"],
     ["Executor"],
     ["Trainer"],

@@ -14,6 +14,8 @@
 //   Expected<runner::Dataset> data = runner::makeSyntheticDataset(
 //       (*trainer)->signature(), shape, seed, 8192, 1024);  // Dataset.h
 //   (*trainer)->initialize(seed);                           // Trainer.h
+//   // Under mpirun: Expected<Ranks> ranks = Ranks::join(300); compile
+//   // with options.parallel.enabled, then (*trainer)->distribute(*ranks).
 //   for (int64_t i = 0; i < steps; ++i)
 //     (*trainer)->step(i, *data);
 //   (*trainer)->evaluate(*data, 0, progress);
@@ -22,8 +24,9 @@
 //
 // examples/embedding/train-step.cpp is a complete program. The layers, from
 // the bottom: HostTensor (host tensors, .npy, safetensors), StepSignature
-// (a lowered step's calling convention) and Progress (what a long
-// compilation is doing), then Dataset, CompiledStep (lowering, the JIT,
+// (a lowered step's calling convention), Progress (what a long
+// compilation is doing) and Ranks (the processes of a data-parallel run),
+// then Dataset, CompiledStep (lowering, the JIT,
 // object files), Loading and Weights (reading models), then Executor
 // (backends), Trainer, Numerics (the numerics checks' reports and adaptive
 // precision). A header includes only the layers below it.
@@ -38,6 +41,7 @@
 #include "mp/Runner/Executor.h"
 #include "mp/Runner/HostTensor.h"
 #include "mp/Runner/Loading.h"
+#include "mp/Runner/Ranks.h"
 #include "mp/Runner/Progress.h"
 #include "mp/Runner/Trainer.h"
 

@@ -74,6 +74,8 @@ struct StepSignature {
   uint64_t fingerprint = 0;
   /// The tg.all_reduce ops of the step (tg-data-parallel's buckets).
   unsigned allReduces = 0;
+  /// The bytes those all-reduces send per step (each rank's contribution).
+  int64_t allReduceBytes = 0;
 
   const CheckedOp *findCheckedOp(int64_t id) const;
 

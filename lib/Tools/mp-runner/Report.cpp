@@ -140,6 +140,13 @@ llvm::Error Driver::writeSummary(const mprtAllocatorStats &stats,
       {"peak_bytes", int64_t(stats.peakBytesInUse)},
       {"buffer_bytes", bufferBytes},
       {"runs", std::move(runsJson)}};
+  if (ranks.joined()) {
+    const StepSignature &sig = runs.front().trainer->signature();
+    root["data_parallel"] = llvm::json::Object{
+        {"ranks", int64_t(ranks.size())},
+        {"all_reduces", int64_t(sig.allReduces)},
+        {"all_reduce_bytes", sig.allReduceBytes}};
+  }
   for (auto &entry : numericsSummary())
     root[entry.first] = std::move(entry.second);
   return writeFileAtomically(o.summary, [&](llvm::raw_ostream &os) {

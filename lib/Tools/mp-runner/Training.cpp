@@ -51,9 +51,14 @@ int Driver::train() {
     llvm::outs() << "data-parallel: " << ranks.size()
                  << " rank(s) over MPI; local batch " << batch
                  << ", global batch " << batch * ranks.size()
-                 << "; gradients averaged in buckets of up to "
-                 << llvm::format("%g", double(o.bucketMb))
-                 << " MiB; rank 0 logs and writes the files\n";
+                 << "; gradients averaged in "
+                 << runs[0].trainer->signature().allReduces
+                 << " all-reduce(s) of up to "
+                 << llvm::format("%g", double(o.bucketMb)) << " MiB ("
+                 << llvm::format("%.3f", runs[0].trainer->signature()
+                                                 .allReduceBytes /
+                                             1048576.0)
+                 << " MiB per step); rank 0 logs and writes the files\n";
   }
   if (resumed)
     llvm::outs() << "resumed from " << o.resume << " at step " << first << "\n";
