@@ -177,14 +177,22 @@ addForwardFunction(ModuleOp module, func::FuncOp step) {
   forward.removeArgAttrsAttr();
   forward.removeResAttrsAttr();
   // Evaluation is inference: dropout keeps every element and batch norms
-  // normalise with their running statistics.
+  // normalise with their running statistics. It is also one rank's: the
+  // gradient all-reduces of a data-parallel step go (they have effects, so
+  // dead-code elimination alone would keep them, and the ranks, which
+  // evaluate different batches, would pair them up wrongly).
   SmallVector<Operation *> training;
   for (Operation &op : body)
-    if (isa<tg::DropoutOp, tg::BatchNormOp>(op))
+    if (isa<tg::DropoutOp, tg::BatchNormOp, tg::AllReduceOp>(op))
       training.push_back(&op);
   for (Operation *op : training) {
     if (auto dropout = dyn_cast<tg::DropoutOp>(op)) {
       dropout.getResult().replaceAllUsesWith(dropout.getInput());
+      continue;
+    }
+    if (auto reduce = dyn_cast<tg::AllReduceOp>(op)) {
+      reduce.getResults().replaceAllUsesWith(reduce.getInputs());
+      reduce.erase();
       continue;
     }
     auto bn = cast<tg::BatchNormOp>(op);
