@@ -37,6 +37,13 @@ mpStatus divideInto(const void *src, void *dst, mpElementType type,
   const size_t size = mpElementSize(type);
   const auto *in = static_cast<const char *>(src);
   auto *out = static_cast<char *>(dst);
+  if (type == MP_F32 && compute == MP_F32) {
+    const auto *x = static_cast<const float *>(src);
+    auto *y = static_cast<float *>(dst);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = x[i] / float(divisor);
+    return MP_OK;
+  }
   if (compute == MP_F64) {
     double buffer[kChunk];
     for (int64_t k = 0; k < n; k += kChunk) {
