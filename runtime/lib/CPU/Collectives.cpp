@@ -10,6 +10,8 @@
 
 #include "mp/Runtime/MPRuntime.h"
 
+#include "Vector.h"
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -57,15 +59,15 @@ mpStatus divideInto(const void *src, void *dst, mpElementType type,
     }
     return MP_OK;
   }
-  float buffer[kChunk];
-  for (int64_t k = 0; k < n; k += kChunk) {
-    int64_t len = std::min(kChunk, n - k);
-    if (mpStatus s = mpConvert(in + k * size, type, buffer, MP_F32, len))
-      return s;
+  // f16/bf16, computed in f32: one pass of L1-sized tiles.
+  using namespace mp::rt;
+  float x[kTile];
+  for (int64_t k = 0; k < n; k += kTile) {
+    int64_t len = std::min(kTile, n - k);
+    loadF32(src, type, k, len, x);
     for (int64_t j = 0; j < len; ++j)
-      buffer[j] = buffer[j] / float(divisor);
-    if (mpStatus s = mpConvert(buffer, MP_F32, out + k * size, type, len))
-      return s;
+      x[j] = x[j] / float(divisor);
+    storeF32(x, len, dst, type, k);
   }
   return MP_OK;
 }
@@ -110,6 +112,18 @@ extern "C" mpStatus mpAllReduce(mpCollectiveKind kind, int32_t count,
         std::memmove(outputs[i].data, inputs[i].data,
                      size_t(mpNumElements(&inputs[i])) * size);
     return MP_OK;
+  }
+  if (count == 1) {
+    // One tensor: reduced where it is to be written, without staging.
+    int64_t n = total;
+    if (kind == MP_COLLECTIVE_MEAN) {
+      if (mpStatus s = divideInto(inputs[0].data, outputs[0].data, type,
+                                  wide, n, comm.size))
+        return s;
+    } else if (n > 0 && outputs[0].data != inputs[0].data) {
+      std::memmove(outputs[0].data, inputs[0].data, size_t(n) * size);
+    }
+    return comm.allReduceSum(comm.context, outputs[0].data, n, type, wide);
   }
   // One message: the tensors back to back, each divided by the rank count
   // for a mean.
