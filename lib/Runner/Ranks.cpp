@@ -5,6 +5,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -100,13 +101,16 @@ static llvm::Error collective(int rank, double timeout, llvm::StringRef what,
     return createStringError(
         llvm::formatv("rank {0}: MPI failed to start the {1}", rank, what)
             .str());
-  if (!wait(request, timeout))
+  if (!wait(request, timeout)) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", timeout);
     return createStringError(
         llvm::formatv("rank {0} waited more than {1} s for the {2}: another "
                       "rank died, hangs, or runs a different step "
                       "(--collective-timeout)",
-                      rank, timeout, what)
+                      rank, seconds, what)
             .str());
+  }
   return llvm::Error::success();
 }
 

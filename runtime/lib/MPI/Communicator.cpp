@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -96,10 +97,11 @@ mpStatus allReduceSum(void *, void *data, int64_t count, mpElementType type,
       return MP_ERROR_COMMUNICATION;
     }
     if (!waitFor(request, state.timeoutSeconds)) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", state.timeoutSeconds);
       mp::rt::setDetail(
           "rank " + std::to_string(state.rank) + " of " +
-          std::to_string(state.size) + " waited more than " +
-          std::to_string(int64_t(state.timeoutSeconds)) +
+          std::to_string(state.size) + " waited more than " + seconds +
           " s for an all-reduce of " + std::to_string(int64_t(n) * size) +
           " bytes: another rank died, hangs, or runs a different step");
       return MP_ERROR_COMMUNICATION;
