@@ -137,6 +137,21 @@ if config.mp_has_mpi and mpirun:
 elif config.mp_has_mpi:
     lit_config.note("no mpirun: the data-parallel tests are reported "
                     "UNSUPPORTED")
+# Two "hosts" on this machine (test/Runner/Inputs/two-hosts.py): network
+# namespaces need root with CAP_NET_ADMIN, ip and unshare; probed by making
+# and removing one.
+if "mpi" in config.available_features and os.geteuid() == 0 and \
+        shutil.which("ip") and shutil.which("unshare"):
+    probe = "mpprobe%d" % os.getpid()
+    made = subprocess.run(["ip", "netns", "add", probe],
+                          capture_output=True).returncode == 0
+    if made:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+        config.available_features.add("netns")
+if "mpi" in config.available_features and \
+        "netns" not in config.available_features:
+    lit_config.note("no network namespaces here: MPI over TCP between two "
+                    "hosts is reported UNSUPPORTED")
 
 # The ONNX importer (mp-import-onnx, mp-onnx-test): built (onnx-importer);
 # ONNX's own backend tests from libonnx-testdata (onnx-testdata); a Python
