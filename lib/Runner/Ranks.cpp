@@ -5,6 +5,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -40,6 +41,7 @@ Ranks &Ranks::operator=(Ranks &&other) {
   std::swap(me, other.me);
   std::swap(count, other.count);
   std::swap(timeout, other.timeout);
+  std::swap(broken, other.broken);
   return *this;
 }
 
@@ -47,21 +49,26 @@ Ranks &Ranks::operator=(Ranks &&other) {
 
 namespace {
 
-/// Waits for `request` at most `timeout` seconds (0: forever).
+/// Waits for `request` at most `timeout` seconds (0: forever). Tests
+/// without sleeping: a non-blocking collective advances only inside MPI
+/// calls (runtime/lib/MPI/Communicator.cpp does the same).
 bool wait(MPI_Request &request, double timeout) {
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
-  for (int spins = 0;; ++spins) {
+  for (uint64_t tests = 1;; ++tests) {
     int done = 0;
     if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
       return false;
     if (done)
       return true;
-    if (spins > 1000)
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    if (timeout > 0 &&
-        std::chrono::duration<double>(Clock::now() - start).count() > timeout)
+    if (tests % 256)
+      continue;
+    double waited =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (timeout > 0 && waited > timeout)
       return false;
+    if (waited > 1e-3)
+      std::this_thread::yield();
   }
 }
 
@@ -81,6 +88,16 @@ llvm::Expected<Ranks> Ranks::join(double timeoutSeconds) {
   r.timeout = timeoutSeconds;
   MPI_Comm_rank(MPI_COMM_WORLD, &r.me);
   MPI_Comm_size(MPI_COMM_WORLD, &r.count);
+  // An MPI library that does not belong to the launcher starts every
+  // process as a run of its own: N copies training alone, writing the same
+  // files. The launcher's count says so.
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char *launched = std::getenv(var))
+      if (std::atoi(launched) != r.count)
+        return createStringError(llvm::formatv(
+            "the launcher started {0} processes ({1}) but MPI sees {2}: "
+            "this mp was built with another MPI than the one running it",
+            launched, var, r.count).str());
   if (mpUseMpiCommunicator(MPI_Comm_c2f(MPI_COMM_WORLD), timeoutSeconds) !=
       MP_OK)
     return createStringError("cannot use MPI_COMM_WORLD for tg.all_reduce");
@@ -94,14 +111,20 @@ Ranks::~Ranks() {
   MPI_Finalize();
 }
 
-static llvm::Error collective(int rank, double timeout, llvm::StringRef what,
+static llvm::Error collective(int rank, double timeout, bool &broken,
+                              llvm::StringRef what,
                               llvm::function_ref<int(MPI_Request *)> start) {
+  if (broken)
+    return createStringError(llvm::formatv(
+        "rank {0}: an earlier collective timed out; the run cannot go on",
+        rank).str());
   MPI_Request request;
   if (start(&request) != MPI_SUCCESS)
     return createStringError(
         llvm::formatv("rank {0}: MPI failed to start the {1}", rank, what)
             .str());
   if (!wait(request, timeout)) {
+    broken = true;
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", timeout);
     return createStringError(
@@ -114,26 +137,26 @@ static llvm::Error collective(int rank, double timeout, llvm::StringRef what,
   return llvm::Error::success();
 }
 
-llvm::Error Ranks::mean(llvm::MutableArrayRef<double> values) {
+llvm::Expected<std::vector<double>> Ranks::gather(llvm::ArrayRef<double> values,
+                                                 llvm::StringRef what) {
+  std::vector<double> all(values.begin(), values.end());
   if (!mpi || values.empty())
-    return llvm::Error::success();
-  if (llvm::Error err = collective(me, timeout, "mean of the losses",
-                                   [&](MPI_Request *r) {
-                                     return MPI_Iallreduce(
-                                         MPI_IN_PLACE, values.data(),
-                                         int(values.size()), MPI_DOUBLE,
-                                         MPI_SUM, MPI_COMM_WORLD, r);
-                                   }))
-    return err;
-  for (double &v : values)
-    v /= count;
-  return llvm::Error::success();
+    return all;
+  all.resize(values.size() * size_t(count));
+  if (llvm::Error err =
+          collective(me, timeout, broken, what, [&](MPI_Request *r) {
+            return MPI_Iallgather(values.data(), int(values.size()),
+                                  MPI_DOUBLE, all.data(), int(values.size()),
+                                  MPI_DOUBLE, MPI_COMM_WORLD, r);
+          }))
+    return std::move(err);
+  return all;
 }
 
 llvm::Error Ranks::sum(llvm::MutableArrayRef<int64_t> values) {
   if (!mpi || values.empty())
     return llvm::Error::success();
-  return collective(me, timeout, "sum of the evaluation results",
+  return collective(me, timeout, broken, "sum of the evaluation results",
                     [&](MPI_Request *r) {
                       return MPI_Iallreduce(MPI_IN_PLACE, values.data(),
                                             int(values.size()), MPI_INT64_T,
@@ -141,31 +164,13 @@ llvm::Error Ranks::sum(llvm::MutableArrayRef<int64_t> values) {
                     });
 }
 
-llvm::Error Ranks::range(double value, double &lo, double &hi) {
-  lo = hi = value;
-  if (!mpi)
-    return llvm::Error::success();
-  // max(v) and max(-v) in one message.
-  double both[2] = {value, -value};
-  if (llvm::Error err =
-          collective(me, timeout, "comparison of the steps' results",
-                     [&](MPI_Request *r) {
-                       return MPI_Iallreduce(MPI_IN_PLACE, both, 2,
-                                             MPI_DOUBLE, MPI_MAX,
-                                             MPI_COMM_WORLD, r);
-                     }))
-    return err;
-  hi = both[0];
-  lo = -both[1];
-  return llvm::Error::success();
-}
-
 llvm::Error Ranks::checkSame(uint64_t value, llvm::StringRef what) {
   if (!mpi)
     return llvm::Error::success();
   std::vector<uint64_t> all(count);
   if (llvm::Error err = collective(
-          me, timeout, "comparison of " + what.str(), [&](MPI_Request *r) {
+          me, timeout, broken, "comparison of " + what.str(),
+          [&](MPI_Request *r) {
             return MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1,
                                   MPI_UINT64_T, MPI_COMM_WORLD, r);
           }))
@@ -198,14 +203,11 @@ llvm::Expected<Ranks> Ranks::join(double) {
 
 Ranks::~Ranks() = default;
 
-llvm::Error Ranks::mean(llvm::MutableArrayRef<double>) {
-  return llvm::Error::success();
+llvm::Expected<std::vector<double>> Ranks::gather(llvm::ArrayRef<double> values,
+                                                 llvm::StringRef) {
+  return std::vector<double>(values.begin(), values.end());
 }
 llvm::Error Ranks::sum(llvm::MutableArrayRef<int64_t>) {
-  return llvm::Error::success();
-}
-llvm::Error Ranks::range(double value, double &lo, double &hi) {
-  lo = hi = value;
   return llvm::Error::success();
 }
 llvm::Error Ranks::checkSame(uint64_t, llvm::StringRef) {

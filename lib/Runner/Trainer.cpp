@@ -178,12 +178,13 @@ llvm::Error Trainer::initialize(uint64_t seed) {
   return uploadPersistent();
 }
 
-llvm::Expected<uint64_t> Trainer::weightsHash() {
+llvm::Expected<uint64_t> Trainer::weightsHash(bool parametersOnly) {
   if (llvm::Error err = downloadPersistent())
     return std::move(err);
   uint64_t h = 0xcbf29ce484222325ull;
   for (auto [k, a] : llvm::enumerate(signature().arguments))
-    if (isPersistent(k) && !llvm::StringRef(a.name).starts_with("amp."))
+    if (isPersistent(k) && !llvm::StringRef(a.name).starts_with("amp.") &&
+        (!parametersOnly || a.role == tg::ArgRole::Param))
       h = fnv1a(buffers[k].data(), buffers[k].byteSize(), h);
   return h;
 }
@@ -228,25 +229,28 @@ llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
   if (ranks && ranks->size() > 1) {
     // Every rank reduced the same gradients, so every rank must have
     // skipped alike and hold the same scale; the loss is the global mean.
-    auto agree = [&](double value, const char *what) -> llvm::Error {
-      double lo, hi;
-      if (llvm::Error err = ranks->range(value, lo, hi))
-        return err;
-      if (lo == hi || (std::isnan(lo) && std::isnan(hi)))
-        return llvm::Error::success();
-      return llvm::createStringError(
-          std::errc::state_not_recoverable,
-          "step %lld: the ranks disagree on %s (from %g to %g)",
-          (long long)record.step, what, lo, hi);
-    };
-    if (llvm::Error err = agree(double(record.skipped), "skipping the step"))
-      return std::move(err);
-    if (llvm::Error err = agree(record.lossScale, "the loss scale"))
-      return std::move(err);
-    double loss[1] = {record.loss};
-    if (llvm::Error err = ranks->mean(loss))
-      return std::move(err);
-    record.loss = loss[0];
+    // One message: (skipped, scale, loss) of every rank.
+    llvm::Expected<std::vector<double>> all = ranks->gather(
+        {double(record.skipped), record.lossScale, record.loss},
+        "the steps' results (skip flag, loss scale, loss)");
+    if (!all)
+      return all.takeError();
+    double loss = 0;
+    for (int r = 0; r < ranks->size(); ++r) {
+      const double *theirs = all->data() + 3 * r;
+      static const char *const what[] = {"skipping the step",
+                                         "the loss scale"};
+      for (int k = 0; k < 2; ++k) {
+        double a = (*all)[k], b = theirs[k];
+        if (!(a == b || (std::isnan(a) && std::isnan(b))))
+          return llvm::createStringError(
+              std::errc::state_not_recoverable,
+              "step %lld: the ranks disagree on %s (rank 0: %g, rank %d: %g)",
+              (long long)record.step, what[k], a, r, b);
+      }
+      loss += theirs[2];
+    }
+    record.loss = loss / ranks->size();
   }
   skipped += record.skipped;
   record.skippedTotal = skipped;

@@ -46,6 +46,10 @@ def main():
     worst, worst_name = 0.0, ""
     for name in names:
         x, y = a[name], b[name]
+        if len(x) != len(y):
+            print("FAIL: %s has %d elements in one file, %d in the other" %
+                  (name, len(x), len(y)))
+            return 1
         scale = max(max((abs(v) for v in y), default=0.0), 1e-30)
         diff = max((abs(p - q) for p, q in zip(x, y)), default=0.0)
         if any(math.isnan(v) for v in x + y):

@@ -43,12 +43,11 @@ public:
   int size() const { return count; }
   bool joined() const { return mpi; }
 
-  /// Replaces each value by its mean over the ranks.
-  llvm::Error mean(llvm::MutableArrayRef<double> values);
+  /// Every rank's `values` (the same count on each), rank by rank.
+  llvm::Expected<std::vector<double>> gather(llvm::ArrayRef<double> values,
+                                             llvm::StringRef what);
   /// Replaces each value by its sum over the ranks.
   llvm::Error sum(llvm::MutableArrayRef<int64_t> values);
-  /// The smallest and largest value of `value` over the ranks.
-  llvm::Error range(double value, double &lo, double &hi);
   /// Checks that every rank holds the same `value`; the error names `what`
   /// and the ranks whose value differs from rank 0's.
   llvm::Error checkSame(uint64_t value, llvm::StringRef what);
@@ -60,6 +59,8 @@ private:
   bool mpi = false;
   int me = 0, count = 1;
   double timeout = 0;
+  /// A collective timed out and is still active: every later one fails.
+  bool broken = false;
 };
 
 } // namespace mp::runner

@@ -114,8 +114,9 @@ public:
   /// the last step; empty without tg-check-numerics.
   llvm::Expected<std::vector<float>> numericsStats();
 
-  /// FNV-1a of the parameters and optimizer state (not the loss scale).
-  llvm::Expected<uint64_t> weightsHash();
+  /// FNV-1a of the parameters and optimizer state (not the loss scale), or
+  /// of the parameters alone.
+  llvm::Expected<uint64_t> weightsHash(bool parametersOnly = false);
   int64_t skippedSteps() const { return skipped; }
   mprtAllocatorStats allocatorStats() const {
     return executor->allocatorStats();

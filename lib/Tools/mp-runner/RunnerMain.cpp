@@ -106,7 +106,10 @@ int mp::runnerMain(int argc, char **argv) {
       ::close(null);
     }
   }
-  int status = Driver(o, *ranks).run();
+  // The driver (and every buffer a timed-out collective may still write)
+  // lives until the abort.
+  Driver driver(o, *ranks);
+  int status = driver.run();
   llvm::outs().flush();
   if (status != 0 && ranks->size() > 1)
     ranks->abort(status);

@@ -4,7 +4,9 @@
 
 #include "mp/Runner/Weights.h"
 
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mp;
@@ -267,6 +269,24 @@ llvm::Error Driver::initialiseState() {
 llvm::Error Driver::sameStartOnEveryRank() {
   if (!ranks.joined())
     return llvm::Error::success();
+  // What decides which collectives a rank reaches, and the data it shards.
+  std::string options = llvm::formatv(
+      "steps {0} first {1} seed {2} eval {3} warmup {4} train {5} held {6} "
+      "compare {7}",
+      int64_t(o.steps), first, uint64_t(o.seed), int64_t(o.evalSamples),
+      int64_t(o.ampWarmupSteps), data->trainSamples, data->evalSamples,
+      bool(o.compare));
+  uint64_t hash = llvm::xxh3_64bits(options);
+  for (const auto *split : {&data->train, &data->eval})
+    for (const auto &[arg, tensor] : *split)
+      hash = llvm::xxh3_64bits(
+                 llvm::ArrayRef<uint8_t>(
+                     static_cast<const uint8_t *>(tensor.data()),
+                     tensor.byteSize())) ^
+             (hash * 1099511628211ull + arg);
+  if (llvm::Error err = ranks.checkSame(
+          hash, "the run (--steps, --seed, --eval-samples, the data)"))
+    return err;
   for (Run &run : runs) {
     llvm::Expected<uint64_t> hash = run.trainer->weightsHash();
     if (!hash)

@@ -133,6 +133,19 @@ int Driver::train() {
     return fail(std::move(err));
   if (!o.log.empty())
     llvm::outs() << "log written: " << o.log << "\n";
+  // The ranks applied the same averaged gradients: their parameters must
+  // still be identical (rank 0's are the ones checkpointed; state such as
+  // batch-norm statistics is per rank).
+  if (ranks.joined())
+    for (Run &run : runs) {
+      llvm::Expected<uint64_t> hash =
+          run.trainer->weightsHash(/*parametersOnly=*/true);
+      if (!hash)
+        return fail(hash.takeError());
+      if (llvm::Error err = ranks.checkSame(
+              *hash, "the parameters after step " + std::to_string(o.steps)))
+        return fail(std::move(err));
+    }
   if (!o.checkpoint.empty())
     if (llvm::Error err = saveCheckpoint(o.steps))
       return fail(std::move(err));

@@ -108,9 +108,9 @@ extern "C" mpStatus mpAllReduce(mpCollectiveKind kind, int32_t count,
   if (comm.size <= 1 || !comm.allReduceSum) {
     // One rank: the sum and the mean of one contribution are the input.
     for (int32_t i = 0; i < count; ++i)
-      if (outputs[i].data != inputs[i].data)
-        std::memmove(outputs[i].data, inputs[i].data,
-                     size_t(mpNumElements(&inputs[i])) * size);
+      if (int64_t n = mpNumElements(&inputs[i]);
+          n > 0 && outputs[i].data != inputs[i].data)
+        std::memmove(outputs[i].data, inputs[i].data, size_t(n) * size);
     return MP_OK;
   }
   if (count == 1) {

@@ -29,6 +29,10 @@ struct MpiState {
   double timeoutSeconds = 0;
   int rank = 0, size = 1;
   MPI_Op addF16 = MPI_OP_NULL, addBF16 = MPI_OP_NULL;
+  /// A collective that timed out is still active (MPI cannot cancel or
+  /// free it): its buffer must stay untouched, so every later collective
+  /// fails at once, and changing the communicator first waits for it.
+  MPI_Request pending = MPI_REQUEST_NULL;
 };
 
 MpiState state;
@@ -85,6 +89,12 @@ mpStatus allReduceSum(void *, void *data, int64_t count, mpElementType type,
   case MP_BF16: datatype = MPI_UINT16_T; op = state.addBF16; break;
   default: return MP_ERROR_INVALID_ARGUMENT;
   }
+  if (state.pending != MPI_REQUEST_NULL) {
+    mp::rt::setDetail("an earlier collective on rank " +
+                      std::to_string(state.rank) +
+                      " timed out; the run cannot go on");
+    return MP_ERROR_COMMUNICATION;
+  }
   size_t size = mpElementSize(type);
   auto *bytes = static_cast<char *>(data);
   for (int64_t first = 0; first < count; first += INT_MAX) {
@@ -97,6 +107,7 @@ mpStatus allReduceSum(void *, void *data, int64_t count, mpElementType type,
       return MP_ERROR_COMMUNICATION;
     }
     if (!waitFor(request, state.timeoutSeconds)) {
+      state.pending = request;
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%g", state.timeoutSeconds);
       mp::rt::setDetail(
@@ -117,6 +128,8 @@ extern "C" mpStatus mpUseMpiCommunicator(int32_t comm, double timeoutSeconds) {
   MPI_Initialized(&initialised);
   if (!initialised || !(timeoutSeconds >= 0))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (state.pending != MPI_REQUEST_NULL)
+    MPI_Wait(&state.pending, MPI_STATUS_IGNORE);
   MPI_Comm c = MPI_Comm_f2c(comm);
   if (c == MPI_COMM_NULL) {
     mpSetCommunicator(nullptr);

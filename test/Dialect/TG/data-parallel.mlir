@@ -1,5 +1,8 @@
 // RUN: mp-opt %s --split-input-file --tg-data-parallel | FileCheck %s
 // RUN: mp-opt %s --split-input-file --tg-data-parallel=bucket-mb=0 | FileCheck %s --check-prefix=EACH
+// A cap of 52 bytes: the 48-byte weight gradient fills a bucket, the
+// 12-byte bias gradient starts the next.
+// RUN: mp-opt %s --split-input-file --tg-data-parallel=bucket-mb=0.00005 | FileCheck %s --check-prefix=CAP
 // Under mixed precision the buckets travel in the low type (all_reduce is
 // on the allow list), or in f32 when a policy denies it.
 // RUN: mp-opt %s --split-input-file --tg-data-parallel --tg-mixed-precision="compute-type=f16 loss-scaling=dynamic" | FileCheck %s --check-prefix=AMP
@@ -31,6 +34,11 @@
 // EACH-LABEL: func @mlp
 // EACH: tg.all_reduce mean %{{.*}} : (tensor<4x3xf32>) -> tensor<4x3xf32>
 // EACH: tg.all_reduce mean %{{.*}} : (tensor<3xf32>) -> tensor<3xf32>
+
+// CAP-LABEL: func @mlp
+// CAP: tg.all_reduce mean %{{.*}} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+// CAP-NEXT: tg.reduce_sum
+// CAP-NEXT: tg.all_reduce mean %{{.*}} : (tensor<3xf32>) -> tensor<3xf32>
 
 // AMP-LABEL: func @mlp
 // AMP: %[[R:.*]]:2 = tg.all_reduce mean %{{.*}}, %{{.*}} compute(f32) : (tensor<4x3xf16>, tensor<3xf16>) -> (tensor<4x3xf16>, tensor<3xf16>)
@@ -111,4 +119,38 @@ func.func @shared_gradient(%a: tensor<3xf32> {tg.param = "a"}, %b: tensor<3xf32>
   %a1 = tg.sgd_update %a, %g {lr = 0.1 : f32} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   %b1 = tg.sgd_update %b, %g {lr = 0.1 : f32} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   return %loss, %a1, %b1 : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// Gradients that are arguments are available from the start: their
+// buckets open the function, in order, one per element type.
+// CHECK-LABEL: func @argument_gradients
+// CHECK-NEXT: %[[A:.*]] = tg.all_reduce mean %arg2 : (tensor<3xf32>) -> tensor<3xf32>
+// CHECK-NEXT: %[[B:.*]] = tg.all_reduce mean %arg3 : (tensor<3xf16>) -> tensor<3xf16>
+// CHECK: tg.sgd_update %arg0, %[[A]]
+// CHECK: tg.sgd_update %arg1, %[[B]]
+func.func @argument_gradients(%a: tensor<3xf32> {tg.param = "a"}, %b: tensor<3xf32> {tg.param = "b"},
+                              %ga: tensor<3xf32> {tg.input = "ga"}, %gb: tensor<3xf16> {tg.input = "gb"})
+    -> (tensor<f32> {tg.loss}, tensor<3xf32> {tg.update = "a"}, tensor<3xf32> {tg.update = "b"})
+    attributes {tg.train_step} {
+  %sum = tg.reduce_sum %a axes = [0] : (tensor<3xf32>) -> tensor<f32>
+  // A seed, so that the loss-scaling runs above take this step too.
+  %one = tg.constant dense<1.0> : tensor<f32>
+  %seed = tg.seed %one : tensor<f32>
+  %loss = tg.mul %sum, %seed : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %a1 = tg.sgd_update %a, %ga {lr = 0.1 : f32} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %b1 = tg.sgd_update %b, %gb {lr = 0.1 : f32} : (tensor<3xf32>, tensor<3xf16>) -> tensor<3xf32>
+  return %loss, %a1, %b1 : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// Not a step: the pass leaves it alone, and canonicalisation keeps an
+// all-reduce whose results nobody reads.
+// KEPT-LABEL: func @unused
+// KEPT: tg.all_reduce sum %{{.*}} : (tensor<3xf32>) -> tensor<3xf32>
+func.func @unused(%x: tensor<3xf32>) {
+  %r = tg.all_reduce sum %x : (tensor<3xf32>) -> tensor<3xf32>
+  return
 }

@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -87,22 +88,35 @@ struct DataParallelPass
     // The gradients, in the order the backward pass produces them. With
     // loss scaling, the scaled gradients before tg.unscale_grads.
     llvm::MapVector<Value, Gradient> grads;
+    auto add = [&](OpOperand &use) {
+      Gradient &g = grads[use.get()];
+      g.value = use.get();
+      g.bytes = byteSize(use.get());
+      g.uses.push_back(&use);
+    };
+    // Every gradient of an unscale the updates read: they all feed its
+    // overflow check, which must see the same values on every rank.
+    SmallPtrSet<Operation *, 2> unscales;
+    bool scaled = false;
+    fn->walk([&](UnscaleGradsOp) { scaled = true; });
     for (OptimizerOpInterface u : updates) {
       if (u->getBlock() != &body)
         return u->emitError("tg-data-parallel: optimizer updates must be in "
                             "the step's entry block");
       OpOperand &use = u.getGradOperand();
-      SmallVector<OpOperand *, 2> uses{&use};
-      if (auto unscale = use.get().getDefiningOp<UnscaleGradsOp>()) {
-        unsigned i = cast<OpResult>(use.get()).getResultNumber();
-        uses = {&unscale.getGradsMutable()[i]};
+      auto unscale = use.get().getDefiningOp<UnscaleGradsOp>();
+      if (!unscale) {
+        if (scaled)
+          return u->emitError(
+              "tg-data-parallel: in a loss-scaled step every update must "
+              "read its gradient from tg.unscale_grads, so that the "
+              "gradients are reduced before the overflow check");
+        add(use);
+        continue;
       }
-      for (OpOperand *o : uses) {
-        Gradient &g = grads[o->get()];
-        g.value = o->get();
-        g.bytes = byteSize(o->get());
-        g.uses.push_back(o);
-      }
+      if (unscales.insert(unscale).second)
+        for (OpOperand &grad : unscale.getGradsMutable())
+          add(grad);
     }
     SmallVector<Gradient> order;
     for (auto &entry : grads)
@@ -147,11 +161,17 @@ struct DataParallelPass
 
     MLIRContext *ctx = &getContext();
     OpBuilder b(ctx);
+    // Buckets that follow one producer (or the block's start) go after one
+    // another, in bucket order.
+    Operation *anchor = nullptr, *previous = nullptr;
     for (auto [k, bucket] : llvm::enumerate(buckets)) {
-      if (bucket.lastProducer)
+      if (previous && bucket.lastProducer == anchor)
+        b.setInsertionPointAfter(previous);
+      else if (bucket.lastProducer)
         b.setInsertionPointAfter(bucket.lastProducer);
       else
         b.setInsertionPointToStart(&body);
+      anchor = bucket.lastProducer;
       SmallVector<Value> values;
       SmallVector<Type> types;
       for (Gradient *g : bucket.grads) {
@@ -166,6 +186,7 @@ struct DataParallelPass
       for (auto [g, result] : llvm::zip(bucket.grads, reduce.getResults()))
         for (OpOperand *o : g->uses)
           o->set(result);
+      previous = reduce;
     }
     return success();
   }

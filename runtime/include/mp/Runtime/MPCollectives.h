@@ -34,8 +34,10 @@ extern "C" {
  * after `timeoutSeconds` (0: wait forever) fails with
  * MP_ERROR_COMMUNICATION, and the message names this rank and the bytes
  * it waited for: a rank that died or hangs never leaves the others waiting
- * forever (mprtTakeError then holds the message). The caller should then
- * MPI_Abort. Returns
+ * forever (mprtTakeError then holds the message). The timed-out
+ * collective stays active (MPI can neither cancel nor free it), so every
+ * later one fails at once and the caller should MPI_Abort; calling this
+ * function again first waits for it to complete. Returns
  * MP_ERROR_INVALID_ARGUMENT when MPI is not initialised. */
 mpStatus mpUseMpiCommunicator(int32_t comm, double timeoutSeconds);
 
