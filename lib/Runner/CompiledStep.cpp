@@ -15,6 +15,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -360,6 +362,26 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     llvm::raw_string_ostream os(text);
     step->print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
     sig->fingerprint = llvm::xxh3_64bits(text);
+    // The printout elides large constants and initial values: their bytes
+    // are hashed instead.
+    auto mix = [&](llvm::ArrayRef<char> bytes) {
+      sig->fingerprint =
+          sig->fingerprint * 1099511628211ull ^
+          llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+              reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+    };
+    auto hashElements = [&](Attribute attr) {
+      attr.walk([&](Attribute a) {
+        if (auto dense = dyn_cast<DenseElementsAttr>(a))
+          mix(dense.getRawData());
+        else if (auto resource = dyn_cast<DenseResourceElementsAttr>(a))
+          if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+            mix(blob->getData());
+      });
+    };
+    step->walk([&](Operation *op) { hashElements(op->getAttrDictionary()); });
+    if (ArrayAttr args = step.getArgAttrsAttr())
+      hashElements(args);
     step.walk([&](tg::AllReduceOp reduce) {
       ++sig->allReduces;
       for (Type t : reduce.getInputs().getTypes()) {
