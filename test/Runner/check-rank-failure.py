@@ -48,6 +48,8 @@ def rank_pid(rank, marker):
 
 
 ckpt = os.path.join(args.dir, "%s.safetensors" % args.mode)
+if os.path.exists(ckpt):
+    os.remove(ckpt)  # one from an earlier run would be taken as this run's
 command = args.mpirun.split() + [
     "-np", "2", args.runner, args.step, "--amp=off", "--no-progress",
     "--steps", "100000000", "--checkpoint", ckpt, "--checkpoint-every", "200",
