@@ -67,7 +67,11 @@ int Driver::train() {
   for (Run &run : runs)
     active.push_back(&run);
   log = std::make_unique<StepLog>(
-      StepLog::Config{o.log, o.logEvery, o.steps, !o.noProgress}, active,
+      // Under mpirun, rank 0's stdout is a pseudo-terminal whatever mpirun's
+      // own is (a pipe, a file): plain lines, as with --no-progress.
+      StepLog::Config{o.log, o.logEvery, o.steps,
+                      !o.noProgress && !ranks.joined()},
+      active,
       first);
   if (llvm::Error err = log->open())
     return fail(std::move(err));
