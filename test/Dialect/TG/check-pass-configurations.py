@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the mixed-precision and layout passes in many configurations over IR files.
+"""Runs the mixed-precision, layout and data-parallel passes in many
+configurations over IR files.
 
 usage: check-pass-configurations.py MP_OPT FILE...
 
@@ -26,10 +27,21 @@ CONFIGS = [
     "--tg-assign-layout=layout=nhwc",
     "--tg-assign-layout=layout=nchw",
     "--tg-assign-layout=target=cuda",
+    "--tg-data-parallel",
+    "--tg-data-parallel=bucket-mb=0",
+    # A tuple is several passes in a row.
+    ("--tg-data-parallel", "--tg-mixed-precision"),
+    ("--tg-data-parallel=bucket-mb=0.00005",
+     "--tg-mixed-precision=compute-type=bf16 add-deny=tg.all_reduce"),
+    ("--tg-data-parallel", "--tg-mixed-precision=level=force-all",
+     "--tg-assign-layout=layout=nhwc"),
+    ("--tg-insert-loss-scaling=mode=dynamic", "--tg-data-parallel"),
 ]
 # Errors the passes may legitimately report on some inputs.
 EXPECTED = re.compile(r"tg-insert-loss-scaling: (a training step needs|the "
-                      r"result of an optimizer update)")
+                      r"result of an optimizer update)|tg-data-parallel: (a "
+                      r"training step needs optimizer updates|in a "
+                      r"loss-scaled step every update)")
 
 
 def main():
@@ -38,15 +50,16 @@ def main():
     for path in files:
         problems = []
         for config in CONFIGS:
-            r = subprocess.run([tool, path, "--split-input-file", config,
-                                "-o", "/dev/null"], capture_output=True,
+            passes = list(config) if isinstance(config, tuple) else [config]
+            r = subprocess.run([tool, path, "--split-input-file"] + passes +
+                               ["-o", "/dev/null"], capture_output=True,
                                text=True, timeout=120)
             crashed = r.returncode < 0 or "Stack dump" in r.stderr
             invalid = r.returncode != 0 and not EXPECTED.search(r.stderr)
             if crashed or invalid:
                 first = next((l for l in r.stderr.splitlines()
                               if "error" in l), r.stderr[:200])
-                problems.append(f"{config}: {first}")
+                problems.append(f"{' '.join(passes)}: {first}")
         bad += bool(problems)
         name = path.rsplit("/", 1)[-1]
         print(f"{name}: " + ("ok" if not problems else
