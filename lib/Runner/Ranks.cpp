@@ -4,11 +4,8 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
 #ifdef MP_HAS_MPI
 #include "mp/Runtime/MPCollectives.h"
@@ -26,14 +23,6 @@ bool Ranks::launchedByMpi() {
   return false;
 }
 
-bool Ranks::available() {
-#ifdef MP_HAS_MPI
-  return true;
-#else
-  return false;
-#endif
-}
-
 Ranks::Ranks(Ranks &&other) { *this = std::move(other); }
 
 Ranks &Ranks::operator=(Ranks &&other) {
@@ -47,32 +36,6 @@ Ranks &Ranks::operator=(Ranks &&other) {
 
 #ifdef MP_HAS_MPI
 
-namespace {
-
-/// Waits for `request` at most `timeout` seconds (0: forever). Tests
-/// without sleeping: a non-blocking collective advances only inside MPI
-/// calls (runtime/lib/MPI/Communicator.cpp does the same).
-bool wait(MPI_Request &request, double timeout) {
-  using Clock = std::chrono::steady_clock;
-  auto start = Clock::now();
-  for (uint64_t tests = 1;; ++tests) {
-    int done = 0;
-    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return false;
-    if (done)
-      return true;
-    if (tests % 256)
-      continue;
-    double waited =
-        std::chrono::duration<double>(Clock::now() - start).count();
-    if (timeout > 0 && waited > timeout)
-      return false;
-    if (waited > 1e-3)
-      std::this_thread::yield();
-  }
-}
-
-} // namespace
 
 llvm::Expected<Ranks> Ranks::join(double timeoutSeconds) {
   int initialised = 0;
@@ -123,7 +86,7 @@ static llvm::Error collective(int rank, double timeout, bool &broken,
     return createStringError(
         llvm::formatv("rank {0}: MPI failed to start the {1}", rank, what)
             .str());
-  if (!wait(request, timeout)) {
+  if (!mpMpiWait(&request, timeout)) {
     broken = true;
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", timeout);

@@ -26,8 +26,6 @@ class Ranks {
 public:
   /// Whether an MPI launcher (mpirun, srun) started this process.
   static bool launchedByMpi();
-  /// Whether this build can join MPI runs.
-  static bool available();
 
   /// One rank, no MPI.
   Ranks() = default;

@@ -123,6 +123,10 @@ mpStatus allReduceSum(void *, void *data, int64_t count, mpElementType type,
 
 } // namespace
 
+extern "C" int32_t mpMpiWait(void *request, double timeoutSeconds) {
+  return waitFor(*static_cast<MPI_Request *>(request), timeoutSeconds);
+}
+
 extern "C" mpStatus mpUseMpiCommunicator(int32_t comm, double timeoutSeconds) {
   int initialised = 0;
   MPI_Initialized(&initialised);

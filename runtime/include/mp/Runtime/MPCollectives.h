@@ -41,6 +41,14 @@ extern "C" {
  * MP_ERROR_INVALID_ARGUMENT when MPI is not initialised. */
 mpStatus mpUseMpiCommunicator(int32_t comm, double timeoutSeconds);
 
+/* Waits for the MPI request at `request` (an MPI_Request *) for at most
+ * `timeoutSeconds` (0: forever), testing without sleeping: a non-blocking
+ * collective advances only inside MPI calls. Returns 1 when it completed, 0
+ * when the deadline passed or MPI failed (the request is then still
+ * active). The host side of a data-parallel run (mp-runner) waits for its
+ * own collectives with it too. */
+int32_t mpMpiWait(void *request, double timeoutSeconds);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
