@@ -232,7 +232,7 @@ llvm::Expected<StepRecord> Trainer::step(int64_t index, const Dataset &data) {
     // One message: (skipped, scale, loss) of every rank.
     llvm::Expected<std::vector<double>> all = ranks->gather(
         {double(record.skipped), record.lossScale, record.loss},
-        "the steps' results (skip flag, loss scale, loss)");
+        "step's results (skip flag, loss scale, loss)");
     if (!all)
       return all.takeError();
     double loss = 0;
