@@ -288,7 +288,8 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                                            const NumericsConfig &numerics,
                                            CompileProgress *progress,
                                            const LayoutConfig &layout,
-                                           const ParallelConfig &parallel) {
+                                           const ParallelConfig &parallel,
+                                           const FusionConfig &fusion) {
   CompileProgress::Scope phases(progress);
   FailureOr<func::FuncOp> fn = findTrainStep(module, entry);
   if (failed(fn))
@@ -333,6 +334,17 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     pm.addPass(tg::createTGAssignLayout(options));
     if (progress) {
       progress->beginPhase("layout assignment (" + layout.layout + ")",
+                           CompileProgress::countOps(module));
+      progress->watch(pm);
+    }
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  if (fusion.epilogues) {
+    PassManager pm(module.getContext());
+    pm.addPass(tg::createTGFuseEpilogues());
+    if (progress) {
+      progress->beginPhase("epilogue fusion (tg-fuse-epilogues)",
                            CompileProgress::countOps(module));
       progress->watch(pm);
     }

@@ -21,7 +21,8 @@ runner::compileTrainer(ModuleOp module, const CompileOptions &options,
                        std::string label) {
   FailureOr<StepSignature> sig =
       lowerStep(module, options.entry, options.amp, options.numerics,
-                options.progress, options.layout, options.parallel);
+                options.progress, options.layout, options.parallel,
+                options.fusion);
   if (failed(sig))
     return llvm::make_error<DiagnosedError>();
   if (options.numerics.enabled && sig->checkedOps.empty())

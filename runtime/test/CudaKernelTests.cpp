@@ -679,6 +679,47 @@ std::vector<Case> cases() {
     c.compute = m.compute;
     all.push_back(std::move(c));
   }
+  // Fused matmuls: cuBLASLt's epilogues (bias, ReLU, tanh GELU, the
+  // residual as C; folded and strided batches) and the fallback kernel (an
+  // exact GELU, a bias of another type, a broadcast batch).
+  struct FusedCase {
+    mpElementType in, out, bias;
+    std::vector<int64_t> lhs, rhs, result;
+    int tl, tr, activation;
+    bool hasBias, hasResidual;
+  };
+  const char *activationNames[] = {"none", "relu", "gelu", "gelu_tanh"};
+  for (const FusedCase &f : {
+           FusedCase{MP_F16, MP_F16, MP_F16, {64, 96}, {96, 128}, {64, 128}, 0, 0, 1, true, false},
+           FusedCase{MP_BF16, MP_BF16, MP_BF16, {4, 32, 64}, {64, 96}, {4, 32, 96}, 0, 0, 3, true, true},
+           FusedCase{MP_BF16, MP_F32, MP_F32, {96, 64}, {128, 96}, {64, 128}, 1, 1, 0, true, true},
+           FusedCase{MP_F32, MP_F32, MP_F32, {3, 32, 40}, {3, 40, 24}, {3, 32, 24}, 0, 0, 1, true, false},
+           FusedCase{MP_F16, MP_F16, MP_F16, {48, 64}, {64, 32}, {48, 32}, 0, 0, 2, true, false},
+           FusedCase{MP_BF16, MP_BF16, MP_F32, {48, 64}, {64, 32}, {48, 32}, 0, 0, 1, true, true},
+           FusedCase{MP_F16, MP_F32, MP_F16, {2, 1, 16, 8}, {1, 3, 8, 12}, {2, 3, 16, 12}, 0, 0, 3, true, true},
+           FusedCase{MP_F16, MP_F16, MP_F16, {32, 64}, {64, 48}, {32, 48}, 0, 0, 0, false, true}}) {
+    Case c{std::string("fused_matmul ") + typeName(f.in) + " -> " +
+               typeName(f.out) + " " + activationNames[f.activation] +
+               (f.hasBias ? std::string(" bias ") + typeName(f.bias) : "") +
+               (f.hasResidual ? " residual" : "") + (f.tl ? " lhs^T" : "") +
+               (f.tr ? " rhs^T" : ""),
+           ENTRY(fused_matmul), {},
+           double(f.tl ? f.lhs[f.lhs.size() - 2] : f.lhs.back()), nullptr};
+    int lhs = random(c, f.in, f.lhs), rhs = random(c, f.in, f.rhs);
+    int bias = f.hasBias ? random(c, f.bias, {f.result.back()}) : -1;
+    int residual = f.hasResidual ? random(c, f.out, f.result) : -1;
+    int out = output(c, f.out, f.result);
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(f.tl); w.push_back(f.tr); w.push_back(f.activation);
+      w.push_back(f.hasBias); w.push_back(f.hasResidual); w.push_back(MP_F32);
+      e(lhs); e(rhs);
+      if (bias >= 0) e(bias);
+      if (residual >= 0) e(residual);
+      e(out);
+    };
+    c.compute = MP_F32;
+    all.push_back(std::move(c));
+  }
   // Range statistics: exact, whatever the type; values of many binades with
   // zeros, infinities and NaNs mixed in, over sizes that take one block and
   // many.

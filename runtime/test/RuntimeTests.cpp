@@ -835,6 +835,169 @@ void testMatmul(std::mt19937_64 &rng) {
         "matmul: mismatched contraction dimensions are refused");
 }
 
+/// mpFusedMatmul against float64: activation(lhs x rhs + bias + residual)
+/// for every activation, with and without each addend (the residual also
+/// in place, aliasing the output), on the oneDNN post-op paths (f32, bf16,
+/// f16 widened; batched and folded) and the reference loops (f64 compute,
+/// a broadcast batch oneDNN does not take).
+void testFusedMatmul(std::mt19937_64 &rng) {
+  struct Shape {
+    std::vector<int64_t> a, b;
+    bool ta, tb;
+    std::vector<int64_t> out;
+  };
+  std::vector<Shape> shapes = {
+      {{33, 70}, {70, 24}, false, false, {33, 24}},
+      {{3, 16, 40}, {40, 48}, false, false, {3, 16, 48}},
+      {{2, 40, 16}, {2, 24, 40}, true, true, {2, 16, 24}},
+      {{2, 1, 5, 9}, {3, 9, 7}, false, false, {2, 3, 5, 7}},
+  };
+  struct Types {
+    mpElementType storage, out, bias, compute;
+  };
+  std::vector<Types> types = {
+      {MP_F32, MP_F32, MP_F32, MP_F32},   {MP_BF16, MP_BF16, MP_BF16, MP_F32},
+      {MP_BF16, MP_F32, MP_F32, MP_F32},  {MP_F16, MP_F16, MP_F16, MP_F32},
+      {MP_F16, MP_F32, MP_BF16, MP_F32},  {MP_F64, MP_F64, MP_F64, MP_F64},
+      {MP_F32, MP_F32, MP_F16, MP_F64},
+  };
+  const char *actNames[] = {"none", "relu", "gelu", "gelu_tanh"};
+  auto activate = [](int a, double x) {
+    switch (a) {
+    case MP_ACTIVATION_RELU: return x > 0 ? x : 0.0;
+    case MP_ACTIVATION_GELU: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case MP_ACTIVATION_GELU_TANH:
+      return 0.5 * x *
+             (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    }
+    return x;
+  };
+  auto numel = [](const std::vector<int64_t> &s) {
+    int64_t n = 1;
+    for (int64_t d : s)
+      n *= d;
+    return n;
+  };
+  for (const Types &ty : types) {
+    bool ok = true;
+    double worst = 0;
+    int calls = 0;
+    for (const Shape &sh : shapes)
+      for (int act = 0; act < 4; ++act)
+        for (int addends = 0; addends < 4; ++addends)
+          for (bool inPlace : {false, true}) {
+            bool hasBias = addends & 1, hasResidual = addends & 2;
+            if (inPlace && !hasResidual)
+              continue;
+            std::vector<double> ea, eb, ebias, eres;
+            int64_t orank = sh.out.size(), n = sh.out[orank - 1];
+            int64_t m = sh.out[orank - 2], count = numel(sh.out);
+            int64_t k = sh.ta ? sh.a[sh.a.size() - 2] : sh.a.back();
+            auto a = randomBuffer(ty.storage, numel(sh.a), ea, rng);
+            auto b = randomBuffer(ty.storage, numel(sh.b), eb, rng);
+            auto bias = randomBuffer(ty.bias, n, ebias, rng);
+            auto res = randomBuffer(ty.out, count, eres, rng);
+            std::vector<uint8_t> out = inPlace
+                                           ? res
+                                           : std::vector<uint8_t>(
+                                                 count * elementSize(ty.out));
+            mpTensor A = tensorOfShape(a.data(), ty.storage, sh.a),
+                     B = tensorOfShape(b.data(), ty.storage, sh.b),
+                     Bias = tensorOfShape(bias.data(), ty.bias, {n}),
+                     R = tensorOfShape(inPlace ? out.data() : res.data(),
+                                       ty.out, sh.out),
+                     O = tensorOfShape(out.data(), ty.out, sh.out);
+            ++calls;
+            if (mpFusedMatmul(&A, &B, hasBias ? &Bias : nullptr,
+                              hasResidual ? &R : nullptr, &O, sh.ta, sh.tb,
+                              mpActivation(act), ty.compute) != MP_OK) {
+              std::printf("  mpFusedMatmul failed: shape #%d, %s\n",
+                          int(&sh - &shapes[0]), actNames[act]);
+              ok = false;
+              continue;
+            }
+            // The matmul's bound (mpMatmul's test), the epilogue's own
+            // roundings in the compute type (two additions, the activation
+            // within a few units), through the activation's slope (at most
+            // 1.13 for GELU), then one rounding to the output.
+            double u = unitRoundoff(ty.compute), uOut = unitRoundoff(ty.out);
+            double gamma = std::expm1(k * std::log1p(u));
+            for (int64_t i = 0; i < count; ++i) {
+              int64_t row = (i / n) % m, col = i % n, batch = i / (m * n);
+              std::vector<int64_t> coord(orank - 2);
+              for (int64_t d = orank - 3, rem = batch; d >= 0; --d) {
+                coord[d] = rem % sh.out[d];
+                rem /= sh.out[d];
+              }
+              auto offset = [&](const std::vector<int64_t> &s) {
+                int64_t off = 0, r = s.size() - 2;
+                for (int64_t d = 0; d < r; ++d)
+                  off = off * s[d] +
+                        (s[d] == 1 ? 0 : coord[d + (orank - 2 - r)]);
+                return off * s[s.size() - 1] * s[s.size() - 2];
+              };
+              int64_t ao = offset(sh.a), bo = offset(sh.b);
+              double acc = 0, mag = 0;
+              for (int64_t x = 0; x < k; ++x) {
+                double av = ea[ao + (sh.ta ? x * m + row : row * k + x)];
+                double bv = eb[bo + (sh.tb ? col * k + x : x * n + col)];
+                acc += av * bv;
+                mag += std::fabs(av * bv);
+              }
+              double pre = acc + (hasBias ? ebias[col] : 0) +
+                           (hasResidual ? eres[i] : 0);
+              double sum = std::fabs(acc) + (hasBias ? std::fabs(ebias[col]) : 0) +
+                           (hasResidual ? std::fabs(eres[i]) : 0);
+              double ref = activate(act, pre);
+              double bound = 1.13 * (gamma * mag + 2 * u * sum) +
+                             4 * u * std::fabs(ref) + uOut * std::fabs(ref) +
+                             k * tiniest(ty.compute) + tiniest(ty.out);
+              double err = std::fabs(readBack(out, ty.out, i) - ref);
+              if (!(err <= bound)) {
+                if (ok)
+                  std::printf("  shape #%d %s bias %d residual %d%s, "
+                              "element %lld: got %.9g, want %.9g, bound "
+                              "%.3g\n",
+                              int(&sh - &shapes[0]), actNames[act], hasBias,
+                              hasResidual, inPlace ? " in place" : "",
+                              (long long)i, readBack(out, ty.out, i), ref,
+                              bound);
+                ok = false;
+              }
+              if (bound > 0)
+                worst = std::max(worst, err / bound);
+            }
+          }
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "fused matmul %s x %s -> %s, bias %s, compute %s: %d "
+                  "epilogues within the error bound (worst %.2f of it)",
+                  typeName(ty.storage), typeName(ty.storage),
+                  typeName(ty.out), typeName(ty.bias), typeName(ty.compute),
+                  calls, worst);
+    check(ok, line);
+  }
+  float x[16] = {};
+  mpTensor A = tensorOfShape(x, MP_F32, {2, 2}), B = tensorOfShape(x, MP_F32, {2, 2}),
+           O = tensorOfShape(x + 8, MP_F32, {2, 2}),
+           wrongBias = tensorOfShape(x + 12, MP_F32, {3}),
+           wrongResidual = tensorOfShape(x + 12, MP_F16, {2, 2});
+  check(mpFusedMatmul(&A, &B, &wrongBias, nullptr, &O, 0, 0,
+                      MP_ACTIVATION_NONE, MP_F32) == MP_ERROR_INVALID_ARGUMENT &&
+            mpFusedMatmul(&A, &B, nullptr, &wrongResidual, &O, 0, 0,
+                          MP_ACTIVATION_NONE, MP_F32) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0,
+                          mpActivation(7), MP_F32) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0,
+                          MP_ACTIVATION_RELU, MP_F16) ==
+                MP_ERROR_INVALID_ARGUMENT,
+        "fused matmul refuses a bias of the wrong length, a residual of "
+        "another type, an unknown activation and low-precision "
+        "accumulation");
+}
+
 /// Whether `v` is exactly representable in the low type `t`.
 bool representable(double v, mpElementType t) {
   if (t == MP_F16)
@@ -2452,6 +2615,7 @@ int main(int argc, char **argv) {
     testOptimizers(rng);
   } else if (suite == "matmul") {
     testMatmul(rng);
+    testFusedMatmul(rng);
   } else if (suite == "elementwise") {
     testElementwise(rng);
     testMasks(rng);

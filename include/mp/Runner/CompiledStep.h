@@ -48,6 +48,11 @@ struct LayoutConfig {
   std::string reportFile;
 };
 
+/// Whether to run tg-fuse-epilogues after layout assignment.
+struct FusionConfig {
+  bool epilogues = true;
+};
+
 /// Whether to run tg-data-parallel before mixed precision, with its bucket
 /// size.
 struct ParallelConfig {
@@ -80,10 +85,10 @@ mlir::FailureOr<bool> makeTrainStep(mlir::ModuleOp module,
 mlir::FailureOr<mlir::func::FuncOp> findTrainStep(mlir::ModuleOp module,
                                                   llvm::StringRef entry);
 
-/// Runs tg-data-parallel, the mixed-precision pipeline and tg-assign-layout on `module` (in
-/// place), adds the step's forward function (`<entry>_forward`, computing
-/// the `logits` output alone, with the step's precisions and layouts) and
-/// runs tg-lower-to-llvm; returns the signature of the step. Diagnostics go
+/// Runs tg-data-parallel, the mixed-precision pipeline, tg-assign-layout and
+/// tg-fuse-epilogues on `module` (in place), adds the step's forward
+/// function (`<entry>_forward`, computing the `logits` output alone, with
+/// the step's precisions and layouts) and runs tg-lower-to-llvm; returns the signature of the step. Diagnostics go
 /// to the context's handler; `progress`, when given, hears of each phase and
 /// pass.
 mlir::FailureOr<StepSignature>
@@ -91,7 +96,8 @@ lowerStep(mlir::ModuleOp module, llvm::StringRef entry, const AmpConfig &amp,
           const NumericsConfig &numerics = NumericsConfig(),
           CompileProgress *progress = nullptr,
           const LayoutConfig &layout = LayoutConfig(),
-          const ParallelConfig &parallel = ParallelConfig());
+          const ParallelConfig &parallel = ParallelConfig(),
+          const FusionConfig &fusion = FusionConfig());
 
 /// Lowers the function `name` of `module` as it is (no mixed precision, no
 /// training step): every argument is an input (its role taken from its

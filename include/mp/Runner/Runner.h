@@ -56,6 +56,7 @@ struct CompileOptions {
   AmpConfig amp;
   LayoutConfig layout;
   ParallelConfig parallel;
+  FusionConfig fusion;
   NumericsConfig numerics;
   Backend backend = Backend::CPU;
   /// LLVM's optimisation level for the JIT.

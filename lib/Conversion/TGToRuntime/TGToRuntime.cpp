@@ -832,6 +832,20 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.call("matmul", module);
             return success();
           })
+          .Case([&](FusedMatmulOp o) {
+            CallBuilder c(b, loc, site);
+            c.i(o.getTransposeLhs());
+            c.i(o.getTransposeRhs());
+            c.i(static_cast<int64_t>(o.getActivation()));
+            c.i(o.getBias() != nullptr);
+            c.i(o.getResidual() != nullptr);
+            c.type(computeOf(o));
+            for (Value v : o->getOperands())
+              c.tensor(operand(v));
+            c.tensor(out[0]);
+            c.call("fused_matmul", module);
+            return success();
+          })
           // Convolution, pooling and batch norm.
           .Case<Conv2dOp, Conv2dGradInputOp, Conv2dGradFilterOp>(
               [&](auto o) {

@@ -46,6 +46,13 @@ struct Options {
           "(default: the backend's preference, NHWC on the CPU), nhwc, nchw, "
           "or off (as the model has them)"),
       llvm::cl::init("auto"), llvm::cl::cat(category)};
+  llvm::cl::opt<bool> fuseEpilogues{
+      "fuse-epilogues",
+      llvm::cl::desc("Fold the bias, residual and activation after each "
+                     "matmul into its GEMM (tg-fuse-epilogues; default: "
+                     "true, except with --check-numerics, --range-stats and "
+                     "--adapt-precision, which observe every op)"),
+      llvm::cl::init(true), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> layoutReport{
       "layout-report",
       llvm::cl::desc("Write tg-assign-layout's report (JSON) here"),

@@ -51,7 +51,8 @@ bool mp::rt::dnnlConv2d(DnnlConv, const mpTensor *, const mpTensor *,
 }
 
 bool mp::rt::dnnlMatmul(const mpTensor *, const mpTensor *, mpTensor *, bool,
-                        bool, int64_t, int64_t, int64_t, int64_t, bool, bool) {
+                        bool, int64_t, int64_t, int64_t, int64_t, bool, bool,
+                        const DnnlEpilogue *) {
   return false;
 }
 
@@ -101,6 +102,9 @@ struct Cached {
   dnnl_primitive_t reorder = nullptr;
   dnnl_memory_desc_t userWeights;
   bool reorderAfter = false;
+  /// A matmul's bias (f32, one row broadcast), when it has one.
+  dnnl_memory_desc_t bias;
+  bool hasBias = false;
 };
 
 std::mutex cacheMutex;
@@ -137,15 +141,16 @@ void *stagingBuffer(size_t bytes) {
 }
 
 /// Runs `c` on the caller's buffers, bound to the arguments `args` in the
-/// order src, weights, dst, through the staging filter where `c` reorders.
+/// order src, weights, dst (and `bias` where `c` has one), through the
+/// staging filter where `c` reorders.
 bool execute(const Cached &c, std::array<int, 3> args,
-             std::array<void *, 3> data) {
+             std::array<void *, 3> data, const void *bias = nullptr) {
   Engine &e = engine();
   void *userWeights = data[1];
   if (c.reorder &&
       !(data[1] = stagingBuffer(dnnl_memory_desc_get_size(&c.weights))))
     return false;
-  dnnl_memory_t mem[4] = {nullptr, nullptr, nullptr, nullptr};
+  dnnl_memory_t mem[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   const dnnl_memory_desc_t *mds[3] = {&c.src, &c.weights, &c.dst};
   bool ok = true;
   for (int i = 0; i < 3 && ok; ++i)
@@ -153,6 +158,9 @@ bool execute(const Cached &c, std::array<int, 3> args,
   if (ok && c.reorder)
     ok = dnnl_memory_create(&mem[3], &c.userWeights, e.engine, userWeights) ==
          dnnl_success;
+  if (ok && c.hasBias)
+    ok = dnnl_memory_create(&mem[4], &c.bias, e.engine,
+                            const_cast<void *>(bias)) == dnnl_success;
   auto reorder = [&] {
     dnnl_exec_arg_t bound[2] = {
         {DNNL_ARG_FROM, c.reorderAfter ? mem[1] : mem[3]},
@@ -163,10 +171,12 @@ bool execute(const Cached &c, std::array<int, 3> args,
   if (ok && c.reorder && !c.reorderAfter)
     ok = reorder();
   if (ok) {
-    dnnl_exec_arg_t bound[3] = {
-        {args[0], mem[0]}, {args[1], mem[1]}, {args[2], mem[2]}};
-    ok = dnnl_primitive_execute(c.primitive, e.stream, 3, bound) ==
-         dnnl_success;
+    dnnl_exec_arg_t bound[4] = {{args[0], mem[0]},
+                                {args[1], mem[1]},
+                                {args[2], mem[2]},
+                                {DNNL_ARG_BIAS, mem[4]}};
+    ok = dnnl_primitive_execute(c.primitive, e.stream, c.hasBias ? 4 : 3,
+                                bound) == dnnl_success;
   }
   if (ok && c.reorder && c.reorderAfter)
     ok = reorder();
@@ -348,9 +358,34 @@ bool matrixDesc(dnnl_data_type_t dt, int64_t batch, int64_t rows, int64_t cols,
 
 } // namespace
 
+/// The post-ops of `epilogue` in `attr` (sum first, then the activation:
+/// oneDNN adds the bias before either).
+bool setPostOps(const mp::rt::DnnlEpilogue &epilogue,
+                dnnl_primitive_attr_t attr) {
+  dnnl_post_ops_t ops = nullptr;
+  if (dnnl_post_ops_create(&ops) != dnnl_success)
+    return false;
+  bool ok = !epilogue.sum || dnnl_post_ops_append_sum(ops, 1.0f) ==
+                                 dnnl_success;
+  dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
+  switch (epilogue.activation) {
+  case MP_ACTIVATION_RELU: alg = dnnl_eltwise_relu; break;
+  case MP_ACTIVATION_GELU: alg = dnnl_eltwise_gelu_erf; break;
+  case MP_ACTIVATION_GELU_TANH: alg = dnnl_eltwise_gelu_tanh; break;
+  default: break;
+  }
+  if (ok && alg != dnnl_alg_kind_undef)
+    ok = dnnl_post_ops_append_eltwise(ops, 1.0f, alg, 0.0f, 0.0f) ==
+         dnnl_success;
+  ok = ok && dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+  dnnl_post_ops_destroy(ops);
+  return ok;
+}
+
 bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                         bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                        int64_t batches, bool lhsShared, bool rhsShared) {
+                        int64_t batches, bool lhsShared, bool rhsShared,
+                        const DnnlEpilogue *epilogue) {
   dnnl_data_type_t inType, outType;
   if (!libraryKernelsEnabled() || !engine().ok ||
       lhs->elementType != rhs->elementType ||
@@ -364,9 +399,13 @@ bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
     batches = 1;
     lhsShared = true;
   }
+  DnnlEpilogue none;
+  const DnnlEpilogue &epi = epilogue ? *epilogue : none;
   std::vector<int64_t> id = {
-      lhs->elementType, out->elementType, m, n, k, batches, ta, tb,
-      lhsShared,        rhsShared};
+      lhs->elementType, out->elementType, m,         n,
+      k,                batches,          ta,        tb,
+      lhsShared,        rhsShared,        epi.bias != nullptr,
+      epi.activation,   epi.sum};
   Cached c;
   {
     std::lock_guard<std::mutex> lock(cacheMutex);
@@ -376,13 +415,20 @@ bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
       Cached created;
       dnnl_matmul_desc_t desc;
       dnnl_primitive_desc_t pd = nullptr;
+      dnnl_primitive_attr_t attr = nullptr;
+      created.hasBias = epi.bias != nullptr;
       if (matrixDesc(inType, lhsShared ? 1 : batches, m, k, ta, created.src) &&
           matrixDesc(inType, rhsShared ? 1 : batches, k, n, tb,
                      created.weights) &&
           matrixDesc(outType, batches, m, n, false, created.dst) &&
-          dnnl_matmul_desc_init(&desc, &created.src, &created.weights, nullptr,
+          (!created.hasBias ||
+           matrixDesc(dnnl_f32, 1, 1, n, false, created.bias)) &&
+          dnnl_matmul_desc_init(&desc, &created.src, &created.weights,
+                                created.hasBias ? &created.bias : nullptr,
                                 &created.dst) == dnnl_success &&
-          dnnl_primitive_desc_create(&pd, &desc, nullptr, engine().engine,
+          dnnl_primitive_attr_create(&attr) == dnnl_success &&
+          setPostOps(epi, attr) &&
+          dnnl_primitive_desc_create(&pd, &desc, attr, engine().engine,
                                      nullptr) == dnnl_success) {
         if (!optimisedImpl(pd) ||
             dnnl_primitive_create(&created.primitive, pd) != dnnl_success)
@@ -390,6 +436,8 @@ bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
       }
       if (pd)
         dnnl_primitive_desc_destroy(pd);
+      if (attr)
+        dnnl_primitive_attr_destroy(attr);
       it = cache.emplace(key, created).first;
     }
     c = it->second;
@@ -397,7 +445,7 @@ bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
   if (!c.primitive)
     return false;
   return execute(c, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
-                 {lhs->data, rhs->data, out->data});
+                 {lhs->data, rhs->data, out->data}, epi.bias);
 }
 
 #endif // MP_RUNTIME_HAS_DNNL

@@ -26,14 +26,24 @@ enum class DnnlConv { Forward, BackwardData, BackwardWeights };
 bool dnnlConv2d(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
                 const mpTensor *dst, const mpWindow *w, mpElementType compute);
 
+/// A matmul epilogue as oneDNN post-ops: out = activation(product + bias +
+/// (sum ? out : 0)), in f32 on the accumulators.
+struct DnnlEpilogue {
+  const float *bias = nullptr; // n elements, or null
+  mpActivation activation = MP_ACTIVATION_NONE;
+  bool sum = false; // add what `out` holds (the residual, copied there)
+};
+
 /// out[b] = op(lhs[b]) op(rhs[b]) for `batches` matrices, accumulating in
 /// f32: lhs and rhs both bf16 with out bf16 or f32, or all three f32. An
 /// operand with one matrix is shared by every batch; otherwise each has
-/// `batches`. Returns false, having written nothing, when oneDNN does not take
-/// the call.
+/// `batches`. With `epilogue`, its bias, sum and activation are applied
+/// before the result is stored. Returns false, having written nothing, when
+/// oneDNN does not take the call.
 bool dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                 bool transposeLhs, bool transposeRhs, int64_t m, int64_t n,
-                int64_t k, int64_t batches, bool lhsShared, bool rhsShared);
+                int64_t k, int64_t batches, bool lhsShared, bool rhsShared,
+                const DnnlEpilogue *epilogue = nullptr);
 
 } // namespace mp::rt
 

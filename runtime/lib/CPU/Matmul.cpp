@@ -17,10 +17,13 @@
 
 #include "Dnnl.h"
 #include "Elements.h"
+#include "Parallel.h"
 #include "Tiles.h"
 
 #include <cblas.h>
 
+#include <cmath>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -149,39 +152,6 @@ int64_t matrices(const mpTensor *t) {
   return count;
 }
 
-/// f32 accumulation on oneDNN, when every operand has either one matrix or
-/// one per output batch (then in output order): bf16 and f32 operands as
-/// they are, f16 operands widened to f32 first (the CPU has no f16 GEMM),
-/// outputs oneDNN cannot write computed in f32 and narrowed.
-bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
-                   bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                   const Batching &b) {
-  int64_t lc = matrices(lhs), rc = matrices(rhs);
-  if (!libraryKernelsEnabled() || !isTileType(lhs->elementType) ||
-      !isTileType(out->elementType) || (lc != 1 && lc != b.count) ||
-      (rc != 1 && rc != b.count))
-    return false;
-  // bf16 directly where oneDNN has bf16 kernels for this CPU; otherwise
-  // (and for f16) an f32 matmul of exactly widened operands.
-  if (lhs->elementType == MP_BF16 && out->elementType != MP_F16 &&
-      dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1, rc == 1))
-    return true;
-  std::vector<float> lt, rt, ot;
-  mpTensor l = *lhs, r = *rhs, o = *out;
-  l.elementType = r.elementType = o.elementType = MP_F32;
-  l.data = const_cast<float *>(widen<float>(lhs, MP_F32, lt));
-  r.data = const_cast<float *>(widen<float>(rhs, MP_F32, rt));
-  if (out->elementType != MP_F32) {
-    ot.resize(b.count * m * n);
-    o.data = ot.data();
-  }
-  if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1))
-    return false;
-  if (out->elementType != MP_F32)
-    narrow(ot.data(), b.count * m * n, out);
-  return true;
-}
-
 /// Rounds `x` to the low-precision type `t`.
 float roundTo(mpElementType t, float x) {
   return t == MP_F16 ? mpF16ToF32(mpF32ToF16(x)) : mpBF16ToF32(mpF32ToBF16(x));
@@ -208,7 +178,161 @@ void lowPrecisionMatmul(const mpTensor *lhs, const mpTensor *rhs,
   }
 }
 
+/// The activation of an epilogue, in T.
+template <typename T> T activate(mpActivation a, T x) {
+  switch (a) {
+  case MP_ACTIVATION_RELU:
+    return x > T(0) ? x : T(0);
+  case MP_ACTIVATION_GELU:
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  case MP_ACTIVATION_GELU_TANH: {
+    T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+    return T(0.5) * x * (T(1) + std::tanh(inner));
+  }
+  default:
+    return x;
+  }
+}
+
+/// f32 accumulation on oneDNN, when every operand has either one matrix or
+/// one per output batch (then in output order): bf16 and f32 operands as
+/// they are, f16 operands widened to f32 first (the CPU has no f16 GEMM),
+/// outputs oneDNN cannot write computed in f32 and narrowed. The epilogue
+/// of a fused matmul (a bias, a residual, an activation; none for a plain
+/// one) runs as oneDNN post-ops on the f32 accumulators; the residual goes
+/// into the output first, where the sum post-op reads it.
+bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                        const mpTensor *bias, const mpTensor *residual,
+                        mpTensor *out, bool ta, bool tb, int64_t m, int64_t n,
+                        int64_t k, const Batching &b, mpActivation activation) {
+  int64_t lc = matrices(lhs), rc = matrices(rhs);
+  if (!libraryKernelsEnabled() || !isTileType(lhs->elementType) ||
+      !isTileType(out->elementType) || (lc != 1 && lc != b.count) ||
+      (rc != 1 && rc != b.count))
+    return false;
+  int64_t count = b.count * m * n;
+  std::vector<float> biasF32;
+  DnnlEpilogue epilogue;
+  epilogue.activation = activation;
+  epilogue.sum = residual != nullptr;
+  if (bias)
+    epilogue.bias = widen<float>(bias, MP_F32, biasF32);
+  auto residualIntoOut = [&] {
+    if (residual && residual->data != out->data)
+      std::memcpy(out->data, residual->data,
+                  size_t(count) * mpElementSize(out->elementType));
+  };
+  if (lhs->elementType == MP_BF16 && out->elementType != MP_F16) {
+    residualIntoOut();
+    if (dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
+                   &epilogue))
+      return true;
+  }
+  std::vector<float> lt, rt, ot;
+  mpTensor l = *lhs, r = *rhs, o = *out;
+  l.elementType = r.elementType = o.elementType = MP_F32;
+  l.data = const_cast<float *>(widen<float>(lhs, MP_F32, lt));
+  r.data = const_cast<float *>(widen<float>(rhs, MP_F32, rt));
+  if (out->elementType != MP_F32) {
+    ot.resize(count);
+    o.data = ot.data();
+    if (residual)
+      forEachTile(count, 16, [&](int64_t i, int64_t len) {
+        loadF32(residual->data, residual->elementType, i, len, ot.data() + i);
+      });
+  } else {
+    residualIntoOut();
+  }
+  if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
+                  &epilogue))
+    return false;
+  if (out->elementType != MP_F32)
+    narrow(ot.data(), count, out);
+  return true;
+}
+
+/// The fused matmul anywhere else: the product in T (the compute type) into
+/// a buffer of its own, then the epilogue in T, rounded once into `out`.
+template <typename T>
+mpStatus referenceFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                              const mpTensor *bias, const mpTensor *residual,
+                              mpTensor *out, bool ta, bool tb,
+                              mpActivation activation, mpElementType compute) {
+  int64_t count = mpNumElements(out), n = out->shape[out->rank - 1];
+  std::vector<T> acc(count);
+  mpTensor product = *out;
+  product.elementType = compute;
+  product.data = acc.data();
+  if (mpStatus st = mpMatmul(lhs, rhs, &product, ta, tb, compute))
+    return st;
+  std::vector<T> biasT;
+  if (bias) {
+    biasT.resize(n);
+    for (int64_t j = 0; j < n; ++j)
+      biasT[j] = T(load(bias->data, bias->elementType, j));
+  }
+  parallelFor(count / (n ? n : 1), 64, [&](int64_t rowBegin, int64_t rowEnd) {
+    for (int64_t i = rowBegin * n, e = rowEnd * n; i < e; ++i) {
+      T v = acc[i];
+      if (bias)
+        v += biasT[i % n];
+      if (residual)
+        v += T(load(residual->data, residual->elementType, i));
+      store(out->data, out->elementType, i, double(activate(activation, v)));
+    }
+  });
+  return MP_OK;
+}
+
 } // namespace
+
+extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                                  const mpTensor *bias,
+                                  const mpTensor *residual, mpTensor *out,
+                                  int32_t transposeLhs, int32_t transposeRhs,
+                                  mpActivation activation,
+                                  mpElementType compute) {
+  if (!lhs || !rhs || !out || !out->data || out->rank < 2 ||
+      !isFloatType(out->elementType) || mpNumElements(out) < 0 ||
+      (compute != MP_F32 && compute != MP_F64) ||
+      activation < MP_ACTIVATION_NONE ||
+      activation > MP_ACTIVATION_GELU_TANH)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = out->shape[out->rank - 1];
+  if (bias && (!bias->data || bias->rank != 1 || bias->shape[0] != n ||
+               !isFloatType(bias->elementType)))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (residual) {
+    if (!residual->data || residual->elementType != out->elementType ||
+        residual->rank != out->rank)
+      return MP_ERROR_INVALID_ARGUMENT;
+    for (int32_t d = 0; d < out->rank; ++d)
+      if (residual->shape[d] != out->shape[d])
+        return MP_ERROR_INVALID_ARGUMENT;
+  }
+  // The operands' own checks are mpMatmul's.
+  bool ta = transposeLhs, tb = transposeRhs;
+  Batching b;
+  if (lhs->rank >= 2 && rhs->rank >= 2 && lhs->data && rhs->data &&
+      lhs->elementType == rhs->elementType && compute == MP_F32 &&
+      planBatches(lhs, rhs, b) && mpNumElements(out) > 0) {
+    int64_t m = lhs->shape[lhs->rank - (ta ? 1 : 2)];
+    int64_t k = lhs->shape[lhs->rank - (ta ? 2 : 1)];
+    int64_t k2 = rhs->shape[rhs->rank - (tb ? 1 : 2)];
+    bool shapesMatch = k == k2 && k > 0 && out->rank == b.rank + 2 &&
+                       out->shape[b.rank] == m && out->shape[b.rank + 1] == n;
+    for (int32_t i = 0; shapesMatch && i < b.rank; ++i)
+      shapesMatch = out->shape[i] == b.outShape[i];
+    if (shapesMatch && libraryMatmul(lhs, rhs, bias, residual, out, ta, tb,
+                                     m, n, k, b, activation))
+      return MP_OK;
+  }
+  if (compute == MP_F64)
+    return referenceFusedMatmul<double>(lhs, rhs, bias, residual, out, ta, tb,
+                                        activation, compute);
+  return referenceFusedMatmul<float>(lhs, rhs, bias, residual, out, ta, tb,
+                                     activation, compute);
+}
 
 extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
                              mpTensor *out, int32_t transposeLhs,
@@ -241,7 +365,8 @@ extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
   }
   switch (compute) {
   case MP_F32:
-    if (libraryMatmul(lhs, rhs, out, ta, tb, m, n, k, b))
+    if (libraryMatmul(lhs, rhs, nullptr, nullptr, out, ta, tb, m, n, k, b,
+                      MP_ACTIVATION_NONE))
       break;
     blasMatmul<float>(lhs, rhs, out, ta, tb, m, n, k, b, MP_F32);
     break;

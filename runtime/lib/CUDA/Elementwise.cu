@@ -598,3 +598,57 @@ mpStatus mp::cuda::mpNextSeed(const mpTensor *seed, mpTensor *out) {
       static_cast<int64_t *>(out->data));
   return launched("next_seed kernel") ? MP_OK : MP_ERROR_BACKEND;
 }
+
+//===----------------------------------------------------------------------===//
+// Matmul epilogue (the fallback of mpFusedMatmul)
+//===----------------------------------------------------------------------===//
+
+template <typename C>
+__global__ void epilogueKernel(const C *acc, const void *bias, int biasType,
+                               const void *residual, void *out, int outType,
+                               int64_t count, int64_t n, int activation) {
+  int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    C v = acc[i];
+    if (bias)
+      v += loadAs<C>(bias, biasType, i % n);
+    if (residual)
+      v += loadAs<C>(residual, outType, i);
+    switch (activation) {
+    case MP_ACTIVATION_RELU: v = v > C(0) ? v : C(0); break;
+    case MP_ACTIVATION_GELU:
+      v = C(0.5) * v * (C(1) + erf(v * C(kInvSqrt2)));
+      break;
+    case MP_ACTIVATION_GELU_TANH:
+      v = C(0.5) * v *
+          (C(1) + tanh(C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));
+      break;
+    }
+    storeAs<C>(out, outType, i, v);
+  }
+}
+
+mpStatus mp::cuda::applyEpilogue(const void *acc, mpElementType accType,
+                                 const mpTensor *bias,
+                                 const mpTensor *residual, mpTensor *out,
+                                 mpActivation activation) {
+  Context *c = context();
+  if (!c)
+    return MP_ERROR_BACKEND;
+  int64_t count = mpNumElements(out), n = out->shape[out->rank - 1];
+  if (!count)
+    return MP_OK;
+  const void *b = bias ? bias->data : nullptr;
+  int bt = bias ? bias->elementType : MP_F32;
+  const void *r = residual ? residual->data : nullptr;
+  if (accType == MP_F64)
+    epilogueKernel<double><<<gridFor(count), kThreads, 0, c->stream>>>(
+        static_cast<const double *>(acc), b, bt, r, out->data,
+        out->elementType, count, n, activation);
+  else
+    epilogueKernel<float><<<gridFor(count), kThreads, 0, c->stream>>>(
+        static_cast<const float *>(acc), b, bt, r, out->data,
+        out->elementType, count, n, activation);
+  return launched("matmul epilogue kernel") ? MP_OK : MP_ERROR_BACKEND;
+}

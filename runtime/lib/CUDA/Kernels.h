@@ -81,6 +81,17 @@ mpStatus mpSliceGrad(const mpTensor *dy, mpTensor *dx, const int64_t *offsets,
 mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                   int32_t transposeLhs, int32_t transposeRhs,
                   mpElementType compute);
+mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                       const mpTensor *bias, const mpTensor *residual,
+                       mpTensor *out, int32_t transposeLhs,
+                       int32_t transposeRhs, mpActivation activation,
+                       mpElementType compute);
+/// out = activation(acc + bias + residual), rounded once to out's type:
+/// the epilogue of a fused matmul that cuBLASLt does not take, on the
+/// product `acc` (f32 or f64, out's shape) on the device.
+mpStatus applyEpilogue(const void *acc, mpElementType accType,
+                       const mpTensor *bias, const mpTensor *residual,
+                       mpTensor *out, mpActivation activation);
 /// One rank only: the NCCL transport is not built yet, so a data-parallel
 /// step on more than one rank returns MP_ERROR_UNSUPPORTED.
 mpStatus mpAllReduce(mpCollectiveKind kind, int32_t count,

@@ -46,11 +46,15 @@ struct GemmShape {
   int64_t batch, strideA, strideB, strideD;
   mpElementType abType, dType;
   int alignA, alignB, alignD;
+  /// The epilogue (bias and activation) and whether C (the residual) is
+  /// added; alignD covers C as well.
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  bool addC = false;
 
   auto key() const {
     return std::make_tuple(m, n, k, transA, transB, batch, strideA, strideB,
                            strideD, int(abType), int(dType), alignA, alignB,
-                           alignD);
+                           alignD, int(epilogue), addC);
   }
   bool operator<(const GemmShape &other) const { return key() < other.key(); }
 };
@@ -116,6 +120,10 @@ const Plan *planFor(Context &c, const GemmShape &s) {
       !ok(lt().cublasLtMatmulDescSetAttribute(plan->desc,
                                          CUBLASLT_MATMUL_DESC_TRANSB, &opB,
                                          sizeof(opB)),
+          "cublasLtMatmulDescSetAttribute") ||
+      !ok(lt().cublasLtMatmulDescSetAttribute(plan->desc,
+                                         CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                         &s.epilogue, sizeof(s.epilogue)),
           "cublasLtMatmulDescSetAttribute"))
     return nullptr;
   // A is m x k (k x m stored when transposed), B is k x n (n x k).
@@ -169,21 +177,33 @@ const Plan *planFor(Context &c, const GemmShape &s) {
   return (cache[s] = std::move(plan)).get();
 }
 
-mpStatus gemm(Context &c, GemmShape s, const void *a, const void *b, void *d) {
+/// D = epilogue(op(A) op(B) + C), with C = `addend` (D's layout) when
+/// given and the bias vector `bias` (D's rows) where `s.epilogue` has one.
+mpStatus gemm(Context &c, GemmShape s, const void *a, const void *b, void *d,
+              const void *addend = nullptr, const void *bias = nullptr) {
   s.alignA = alignmentOf(a);
   s.alignB = alignmentOf(b);
-  s.alignD = alignmentOf(d);
+  s.alignD = std::min(alignmentOf(d), addend ? alignmentOf(addend) : 256);
+  s.addC = addend != nullptr;
   const Plan *plan = planFor(c, s);
   if (!plan)
     return MP_ERROR_BACKEND;
-  float alpha32 = 1, beta32 = 0;
-  double alpha64 = 1, beta64 = 0;
+  // The bias pointer is an attribute of the cached descriptor; the calls
+  // run in order on one stream, so setting it per call is safe.
+  if (bias && !ok(lt().cublasLtMatmulDescSetAttribute(
+                      plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                      sizeof(bias)),
+                  "cublasLtMatmulDescSetAttribute"))
+    return MP_ERROR_BACKEND;
+  float alpha32 = 1, beta32 = addend ? 1 : 0;
+  double alpha64 = 1, beta64 = addend ? 1 : 0;
   bool f64 = s.abType == MP_F64;
   MP_CUDA_TRY(lt().cublasLtMatmul(
       c.lt, plan->desc, f64 ? static_cast<const void *>(&alpha64) : &alpha32,
       a, plan->a, b, plan->b,
-      f64 ? static_cast<const void *>(&beta64) : &beta32, d, plan->d, d,
-      plan->d, &plan->algo, c.workspace, c.workspaceSize, c.stream));
+      f64 ? static_cast<const void *>(&beta64) : &beta32,
+      addend ? addend : d, plan->d, d, plan->d, &plan->algo, c.workspace,
+      c.workspaceSize, c.stream));
   return MP_OK;
 }
 
@@ -192,11 +212,19 @@ bool writesDirectly(mpElementType in, mpElementType out) {
   return in == out || ((in == MP_F16 || in == MP_BF16) && out == MP_F32);
 }
 
-} // namespace
+/// What a fused matmul asks of cuBLASLt: its epilogue, the bias vector
+/// and the residual (added as C).
+struct Fusion {
+  cublasLtEpilogue_t epilogue;
+  const void *bias, *residual;
+};
 
-mpStatus mp::cuda::mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
-                            mpTensor *out, int32_t transposeLhs,
-                            int32_t transposeRhs, mpElementType compute) {
+/// The product of mpMatmul, with `fusion`'s epilogue where given: then
+/// MP_ERROR_UNSUPPORTED, with nothing written, when cuBLASLt cannot apply
+/// it in the one call the shapes take.
+mpStatus product(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
+                 int32_t transposeLhs, int32_t transposeRhs,
+                 mpElementType compute, const Fusion *fusion) {
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
@@ -244,6 +272,13 @@ mpStatus mp::cuda::mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
   mpElementType direct = writesDirectly(in, out->elementType)
                              ? out->elementType
                              : (in == MP_F64 ? MP_F64 : MP_F32);
+  bool folds = rhsNone && !transposeLhs && lhsFull;
+  bool strided = (lhsFull || lhsNone) && (rhsFull || rhsNone);
+  if (fusion && (direct != out->elementType || in == MP_F64 || !k ||
+                 !(folds || strided)))
+    return MP_ERROR_UNSUPPORTED;
+  const void *addend = fusion ? fusion->residual : nullptr;
+  const void *bias = fusion ? fusion->bias : nullptr;
   int64_t outCount = batch * m * n;
   std::unique_ptr<Scratch> staging;
   void *d = out->data;
@@ -267,17 +302,19 @@ mpStatus mp::cuda::mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
     s.transB = transposeLhs;
     s.abType = in;
     s.dType = direct;
-    if (rhsNone && !transposeLhs && lhsFull) {
+    if (fusion)
+      s.epilogue = fusion->epilogue;
+    if (folds) {
       s.n = m * batch; // fold the batch into M
       s.batch = 1;
-      if (mpStatus st = gemm(*c, s, rhs->data, lhs->data, d))
+      if (mpStatus st = gemm(*c, s, rhs->data, lhs->data, d, addend, bias))
         return st;
-    } else if ((lhsFull || lhsNone) && (rhsFull || rhsNone)) {
+    } else if (strided) {
       s.batch = batch;
       s.strideA = rhsNone ? 0 : k * n;
       s.strideB = lhsNone ? 0 : m * k;
       s.strideD = m * n;
-      if (mpStatus st = gemm(*c, s, rhs->data, lhs->data, d))
+      if (mpStatus st = gemm(*c, s, rhs->data, lhs->data, d, addend, bias))
         return st;
     } else {
       s.batch = 1;
@@ -302,4 +339,81 @@ mpStatus mp::cuda::mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
     return mp::cuda::mpConvert(d, direct, out->data, out->elementType,
                                outCount);
   return MP_OK;
+}
+
+/// The cuBLASLt epilogue for `activation` with or without a bias; false
+/// where cuBLASLt has none (its GELU is the tanh approximation, so an exact
+/// GELU takes the fallback).
+bool epilogueFor(mpActivation activation, bool bias, cublasLtEpilogue_t &e) {
+  switch (activation) {
+  case MP_ACTIVATION_NONE:
+    e = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    return true;
+  case MP_ACTIVATION_RELU:
+    e = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    return true;
+  case MP_ACTIVATION_GELU_TANH:
+    e = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+mpStatus mp::cuda::mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                            mpTensor *out, int32_t transposeLhs,
+                            int32_t transposeRhs, mpElementType compute) {
+  return product(lhs, rhs, out, transposeLhs, transposeRhs, compute, nullptr);
+}
+
+mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                                 const mpTensor *bias,
+                                 const mpTensor *residual, mpTensor *out,
+                                 int32_t transposeLhs, int32_t transposeRhs,
+                                 mpActivation activation,
+                                 mpElementType compute) {
+  if (!context())
+    return MP_ERROR_BACKEND;
+  if (!validFloat(out) || out->rank < 2 ||
+      (compute != MP_F32 && compute != MP_F64) ||
+      activation < MP_ACTIVATION_NONE ||
+      activation > MP_ACTIVATION_GELU_TANH)
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t n = out->shape[out->rank - 1];
+  if (bias && (!validFloat(bias) || bias->rank != 1 || bias->shape[0] != n))
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (residual) {
+    if (!validFloat(residual) || residual->elementType != out->elementType ||
+        residual->rank != out->rank)
+      return MP_ERROR_INVALID_ARGUMENT;
+    for (int32_t d = 0; d < out->rank; ++d)
+      if (residual->shape[d] != out->shape[d])
+        return MP_ERROR_INVALID_ARGUMENT;
+  }
+  // One cuBLASLt call where its epilogue does it all: f32 accumulation, a
+  // bias of the output's type.
+  Fusion fusion{CUBLASLT_EPILOGUE_DEFAULT, bias ? bias->data : nullptr,
+                residual ? residual->data : nullptr};
+  if (compute == MP_F32 &&
+      epilogueFor(activation, bias != nullptr, fusion.epilogue) &&
+      (!bias || bias->elementType == out->elementType)) {
+    mpStatus st = product(lhs, rhs, out, transposeLhs, transposeRhs, compute,
+                          &fusion);
+    if (st != MP_ERROR_UNSUPPORTED)
+      return st;
+  }
+  // Otherwise the product in the compute type, then the epilogue kernel.
+  int64_t count = mpNumElements(out);
+  Scratch acc(size_t(count ? count : 1) * mpElementSize(compute));
+  if (!acc)
+    return MP_ERROR_OUT_OF_MEMORY;
+  mpTensor accumulators = *out;
+  accumulators.elementType = compute;
+  accumulators.data = acc.get();
+  if (mpStatus st = product(lhs, rhs, &accumulators, transposeLhs,
+                            transposeRhs, compute, nullptr))
+    return st;
+  return applyEpilogue(acc.get(), compute, bias, residual, out, activation);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the mixed-precision, layout and data-parallel passes in many
-configurations over IR files.
+"""Runs the mixed-precision, layout, data-parallel and epilogue-fusion
+passes in many configurations over IR files.
 
 usage: check-pass-configurations.py MP_OPT FILE...
 
@@ -36,6 +36,13 @@ CONFIGS = [
     ("--tg-data-parallel", "--tg-mixed-precision=level=force-all",
      "--tg-assign-layout=layout=nhwc"),
     ("--tg-insert-loss-scaling=mode=dynamic", "--tg-data-parallel"),
+    "--tg-fuse-epilogues",
+    "--tg-fuse-epilogues=activation=false residual=false",
+    ("--tg-mixed-precision=compute-type=bf16", "--tg-fuse-epilogues"),
+    ("--tg-mixed-precision=level=force-all",
+     "--tg-assign-layout=layout=nhwc", "--tg-fuse-epilogues=residual=false"),
+    ("--tg-data-parallel", "--tg-mixed-precision",
+     "--tg-fuse-epilogues", "--tg-check-numerics"),
 ]
 # Errors the passes may legitimately report on some inputs.
 EXPECTED = re.compile(r"tg-insert-loss-scaling: (a training step needs|the "

@@ -1233,3 +1233,48 @@ func.func @random_uniform_bounds(%seed: tensor<i64>) {
   %0 = tg.random_uniform %seed stream = 0 low = 2.0 high = 1.0 : (tensor<i64>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// Rule: fused_matmul: the result has the product's shape.
+func.func @fused_matmul_result_shape(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) {
+  // expected-error @+1 {{result shape [4, 6] is not the product's [4, 5]}}
+  %0 = tg.fused_matmul %a, %b : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+// Rule: fused_matmul: the bias is a vector of the last dimension.
+func.func @fused_matmul_bias_length(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>, %bias: tensor<4xf32>) {
+  // expected-error @+1 {{bias of shape [4] is not a vector of the result's last dimension (5)}}
+  %0 = tg.fused_matmul %a, %b bias(%bias) : (tensor<4x3xf32>, tensor<3x5xf32>, tensor<4xf32>) -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+// Rule: fused_matmul: the residual has the result's type.
+func.func @fused_matmul_residual_type(%a: tensor<4x3xbf16>, %b: tensor<3x5xbf16>, %r: tensor<4x5xf32>) {
+  // expected-error @+1 {{residual of type 'tensor<4x5xf32>' is not of the result's type 'tensor<4x5xbf16>'}}
+  %0 = tg.fused_matmul %a, %b residual(%r) compute(f32) : (tensor<4x3xbf16>, tensor<3x5xbf16>, tensor<4x5xf32>) -> tensor<4x5xbf16>
+  return
+}
+
+// -----
+
+// Rule: fused_matmul: the epilogue runs on f32 or f64 accumulators.
+func.func @fused_matmul_wide_accumulators(%a: tensor<4x3xf16>, %b: tensor<3x5xf16>) {
+  // expected-error @+1 {{accumulates in 'f16': the epilogue needs f32 or f64 accumulators}}
+  %0 = tg.fused_matmul %a, %b activation(relu) : (tensor<4x3xf16>, tensor<3x5xf16>) -> tensor<4x5xf16>
+  return
+}
+
+// -----
+
+// Rule: fused_matmul: a known activation.
+func.func @fused_matmul_activation(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'activation' [none, relu, gelu, gelu_tanh]}}
+  %0 = tg.fused_matmul %a, %b activation(swish) : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  return
+}

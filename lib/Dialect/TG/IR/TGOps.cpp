@@ -134,12 +134,13 @@ LogicalResult mp::tg::verifyAxis(Operation *op, StringRef name, int64_t axis,
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &out) {
-  auto lhs = rankedOrError(loc, adaptor.getLhs().getType(), "lhs");
-  auto rhs = rankedOrError(loc, adaptor.getRhs().getType(), "rhs");
+/// The result shape of a matmul of `lhsType` and `rhsType` (with their
+/// transposes), or failure with a diagnostic at `loc`.
+static FailureOr<SmallVector<int64_t>>
+matmulShape(std::optional<Location> loc, Type lhsType, Type rhsType,
+            bool transposeLhs, bool transposeRhs) {
+  auto lhs = rankedOrError(loc, lhsType, "lhs");
+  auto rhs = rankedOrError(loc, rhsType, "rhs");
   if (failed(lhs) || failed(rhs))
     return failure();
   int64_t lr = lhs->getRank(), rr = rhs->getRank();
@@ -149,10 +150,10 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "rhs must have rank >= 2, got rank ", rr);
   ArrayRef<int64_t> ls = lhs->getShape(), rs = rhs->getShape();
   int64_t m = ls[lr - 2], k = ls[lr - 1];
-  if (adaptor.getTransposeLhs())
+  if (transposeLhs)
     std::swap(m, k);
   int64_t k2 = rs[rr - 2], n = rs[rr - 1];
-  if (adaptor.getTransposeRhs())
+  if (transposeRhs)
     std::swap(k2, n);
   if (k != k2)
     return emitOptionalError(loc, "contraction dimensions differ: lhs has ", k,
@@ -164,12 +165,66 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                              shapeStr(rs.drop_back(2)),
                              " are not broadcast-compatible");
   batch->append({m, n});
-  out.push_back(RankedTensorType::get(*batch, lhs->getElementType()));
+  return *batch;
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &out) {
+  FailureOr<SmallVector<int64_t>> shape =
+      matmulShape(loc, adaptor.getLhs().getType(), adaptor.getRhs().getType(),
+                  bool(adaptor.getTransposeLhs()),
+                  bool(adaptor.getTransposeRhs()));
+  if (failed(shape))
+    return failure();
+  out.push_back(RankedTensorType::get(
+      *shape, getElementTypeOrSelf(adaptor.getLhs().getType())));
   return success();
 }
 
 bool MatmulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
   return haveSameShapes(l, r);
+}
+
+//===----------------------------------------------------------------------===//
+// FusedMatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedMatmulOp::verify() {
+  FailureOr<SmallVector<int64_t>> shape =
+      matmulShape(getLoc(), getLhs().getType(), getRhs().getType(),
+                  getTransposeLhs(), getTransposeRhs());
+  if (failed(shape))
+    return failure();
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (result.getShape() != ArrayRef<int64_t>(*shape))
+    return emitOpError() << "result shape " << shapeStr(result.getShape())
+                         << " is not the product's " << shapeStr(*shape);
+  if (Value bias = getBias()) {
+    auto type = cast<RankedTensorType>(bias.getType());
+    if (type.getRank() != 1 || type.getDimSize(0) != shape->back())
+      return emitOpError() << "bias of shape " << shapeStr(type.getShape())
+                           << " is not a vector of the result's last "
+                              "dimension ("
+                           << shape->back() << ")";
+  }
+  if (Value residual = getResidual())
+    if (residual.getType() != result)
+      return emitOpError() << "residual of type " << residual.getType()
+                           << " is not of the result's type " << result;
+  // The epilogue runs on the accumulators, in the compute type.
+  FloatType compute = getComputeType();
+  if (!compute || compute.getWidth() < 32)
+    return emitOpError() << "accumulates in " << compute
+                         << ": the epilogue needs f32 or f64 accumulators";
+  return success();
+}
+
+OperandRole FusedMatmulOp::getOperandRole(unsigned index) {
+  // The bias and the residual are read as stored, whatever the product's
+  // storage type.
+  return index < 2 ? OperandRole::Data : OperandRole::Parameter;
 }
 
 //===----------------------------------------------------------------------===//

@@ -328,6 +328,26 @@ mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                   int32_t transposeLhs, int32_t transposeRhs,
                   mpElementType compute);
 
+/* The activation of a fused matmul's epilogue (tg.fused_matmul). Values
+ * are part of the ABI. */
+typedef enum mpActivation {
+  MP_ACTIVATION_NONE = 0,
+  MP_ACTIVATION_RELU = 1,
+  MP_ACTIVATION_GELU = 2,      /* x * Phi(x), with erf */
+  MP_ACTIVATION_GELU_TANH = 3  /* the tanh approximation */
+} mpActivation;
+
+/* out = activation(op(lhs) op(rhs) + bias + residual), as mpMatmul with an
+ * epilogue computed in `compute` (f32 or f64) on the accumulators and
+ * rounded once to out's storage type. `bias` (may be null) is a vector of
+ * out's last dimension, of any floating-point type; `residual` (may be null)
+ * has out's shape and type and may alias `out`. */
+mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                       const mpTensor *bias, const mpTensor *residual,
+                       mpTensor *out, int32_t transposeLhs,
+                       int32_t transposeRhs, mpActivation activation,
+                       mpElementType compute);
+
 /*===----------------------------------------------------------------------===*
  * Loss scaling (tg.unscale_grads, tg.update_loss_scale). The scale is a
  * rank-0 f32 tensor, the counter rank-0 i64, the predicate rank-0 i1.

@@ -122,6 +122,18 @@ def TG_CollectiveReduction : I32EnumAttr<"CollectiveReduction",
   let cppNamespace = "::mp::tg";
 }
 
+def TG_Activation : I32EnumAttr<"Activation",
+    "the activation a fused matmul epilogue applies", [
+      I32EnumAttrCase<"none", 0>,
+      I32EnumAttrCase<"relu", 1>,
+      // x * Phi(x), with erf.
+      I32EnumAttrCase<"gelu", 2>,
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+      I32EnumAttrCase<"gelu_tanh", 3>
+    ]> {
+  let cppNamespace = "::mp::tg";
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//

@@ -334,6 +334,55 @@ def TG_MatmulOp : TG_ComputeOp<"matmul", "Allow", [
   }];
 }
 
+def TG_FusedMatmulOp : TG_ComputeOp<"fused_matmul", "Allow", [
+    AttrSizedOperandSegments, AllElementTypesMatch<["lhs", "rhs"]>,
+    TG_IndependentResultStorage, TG_SameDataOperandStorage],
+    ["getOperandRole"]> {
+  let summary = "matrix multiplication with a bias, residual and activation epilogue";
+  let description = [{
+    `tg.matmul` followed by an epilogue that the GEMM libraries apply while
+    the accumulators are still in registers (oneDNN post-ops on the CPU,
+    cuBLASLt epilogues on CUDA):
+
+    ```
+    result = activation(lhs x rhs + bias + residual)
+    ```
+
+    `bias` (optional) is a vector of the result's last dimension, broadcast
+    over the rows and the batch; `residual` (optional) has the result's
+    type. The epilogue is computed in the compute type, on the unrounded
+    accumulators, and the result is rounded to its storage type once, so a
+    fused matmul is at least as accurate as the ops it replaces (which
+    round after the product, after the bias and after the activation).
+    The bias and the residual are read in whatever type they are stored in.
+
+    `tg-fuse-epilogues` forms it from a matmul, the `tg.add`s of a bias and
+    a residual, and a `tg.relu` or `tg.gelu`, late in the pipeline (after
+    differentiation and mixed precision); it has no adjoint.
+
+    ```mlir
+    %h = tg.fused_matmul %x, %w bias(%b) activation(relu) compute(f32)
+        : (tensor<32x64xbf16>, tensor<64x128xbf16>, tensor<128xbf16>)
+        -> tensor<32x128xbf16>
+    ```
+  }];
+  let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
+                       Optional<TG_FloatTensor>:$bias,
+                       Optional<TG_FloatTensor>:$residual,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       DefaultValuedAttr<TG_Activation,
+                                         "::mp::tg::Activation::none">:$activation,
+                       OptionalAttr<TG_ComputeTypeAttr>:$compute);
+  let results = (outs TG_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? (`bias` `(` $bias^ `)`)?
+    (`residual` `(` $residual^ `)`)? (`activation` `(` $activation^ `)`)?
+    (`compute` `(` $compute^ `)`)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

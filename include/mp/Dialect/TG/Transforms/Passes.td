@@ -354,6 +354,61 @@ def TGDataParallel : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
+  let summary = "Fuse the bias, residual and activation that follow a matmul "
+                "into its epilogue";
+  let description = [{
+    Replaces a `tg.matmul` and the elementwise ops that consume only its
+    result by one `tg.fused_matmul`, whose epilogue the GEMM libraries apply
+    on the accumulators (oneDNN post-ops on the CPU, cuBLASLt epilogues on
+    CUDA), so the product is written once instead of being written, read
+    and written again by every op after it:
+
+    * a `tg.add` of a vector of the last dimension (the bias of a dense
+      layer), then
+    * with `residual`, a `tg.add` of a tensor of the product's type (the
+      skip connection of a transformer block or a residual network), then
+    * with `activation`, a `tg.relu` or `tg.gelu`.
+
+    Each op joins only when the value before it has no other use, so
+    nothing is computed twice. The one exception is the gradient of the
+    ReLU: `tg.relu_grad` reads the pre-activation only to test `x > 0`,
+    which the ReLU's output answers as well (`relu(x) > 0` exactly when
+    `x > 0`), so its reads are moved to the output and the pre-activation
+    need not be kept. A GELU's gradient needs the pre-activation itself, so
+    in a training step a GELU stays outside.
+
+    The epilogue is computed in the compute type and rounded once, so a
+    fused step can differ from the unfused one by the roundings it saves
+    (none in f32: the unfused ops add and rectify in f32 too). A matmul
+    that accumulates in a low-precision type is left alone. Run it last,
+    after differentiation, mixed precision and layout assignment: the fused
+    op has no adjoint.
+
+    ```mlir
+    %mm = tg.matmul %x, %w compute(f32) : ... -> tensor<32x128xbf16>
+    %z = tg.add %mm, %b compute(bf16) : (tensor<32x128xbf16>, tensor<128xbf16>) -> tensor<32x128xbf16>
+    %h = tg.relu %z compute(bf16) : tensor<32x128xbf16>
+    %dz = tg.relu_grad %dh, %z compute(bf16) : tensor<32x128xbf16>
+    // becomes
+    %h = tg.fused_matmul %x, %w bias(%b) activation(relu) compute(f32) : ...
+    %dz = tg.relu_grad %dh, %h compute(bf16) : tensor<32x128xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+  let options = [
+    Option<"activation", "activation", "bool", /*default=*/"true",
+           "Fuse a following tg.relu or tg.gelu">,
+    Option<"residual", "residual", "bool", /*default=*/"true",
+           "Fuse a following tg.add of a tensor of the product's type">,
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused", "Matmuls given an epilogue">,
+    Statistic<"numOpsRemoved", "ops-removed",
+              "Elementwise ops folded into epilogues">,
+  ];
+}
+
 def TGInsertLossScaling : Pass<"tg-insert-loss-scaling", "::mlir::ModuleOp"> {
   let summary = "Scale the loss, unscale and check the gradients, skip the "
                 "step on overflow, and update the scale, all in the step";
