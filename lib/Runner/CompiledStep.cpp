@@ -340,7 +340,9 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     if (failed(pm.run(module)))
       return failure();
   }
-  if (fusion.epilogues) {
+  // The numerics checks observe every op's own result, which a fused
+  // epilogue never writes: a checked step stays unfused.
+  if (fusion.epilogues && !numerics.enabled) {
     PassManager pm(module.getContext());
     pm.addPass(tg::createTGFuseEpilogues());
     if (progress) {

@@ -981,7 +981,8 @@ void testFusedMatmul(std::mt19937_64 &rng) {
   mpTensor A = tensorOfShape(x, MP_F32, {2, 2}), B = tensorOfShape(x, MP_F32, {2, 2}),
            O = tensorOfShape(x + 8, MP_F32, {2, 2}),
            wrongBias = tensorOfShape(x + 12, MP_F32, {3}),
-           wrongResidual = tensorOfShape(x + 12, MP_F16, {2, 2});
+           wrongResidual = tensorOfShape(x + 12, MP_F16, {2, 2}),
+           wideRhs = tensorOfShape(x, MP_F32, {2, 3});
   check(mpFusedMatmul(&A, &B, &wrongBias, nullptr, &O, 0, 0,
                       MP_ACTIVATION_NONE, MP_F32) == MP_ERROR_INVALID_ARGUMENT &&
             mpFusedMatmul(&A, &B, nullptr, &wrongResidual, &O, 0, 0,
@@ -992,10 +993,13 @@ void testFusedMatmul(std::mt19937_64 &rng) {
                 MP_ERROR_INVALID_ARGUMENT &&
             mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0,
                           MP_ACTIVATION_RELU, MP_F16) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpFusedMatmul(&A, &wideRhs, nullptr, nullptr, &O, 0, 0,
+                          MP_ACTIVATION_NONE, MP_F32) ==
                 MP_ERROR_INVALID_ARGUMENT,
         "fused matmul refuses a bias of the wrong length, a residual of "
-        "another type, an unknown activation and low-precision "
-        "accumulation");
+        "another type, an unknown activation, low-precision accumulation "
+        "and an rhs wider than the output");
 }
 
 /// Whether `v` is exactly representable in the low type `t`.

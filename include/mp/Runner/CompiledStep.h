@@ -48,7 +48,8 @@ struct LayoutConfig {
   std::string reportFile;
 };
 
-/// Whether to run tg-fuse-epilogues after layout assignment.
+/// Whether to run tg-fuse-epilogues after layout assignment (never with
+/// numerics checks, which observe every op's own result).
 struct FusionConfig {
   bool epilogues = true;
 };

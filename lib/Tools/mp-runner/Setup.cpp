@@ -133,9 +133,9 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.layout.layout = o.layout;
   options.layout.target = backend.backend == Backend::CUDA ? "cuda" : "cpu";
   options.layout.reportFile = o.layoutReport;
-  // The numerics checks, range statistics and adaptive precision observe
-  // every op's own result, which a fused epilogue never writes.
-  options.fusion.epilogues = o.fuseEpilogues && !numerics.enabled;
+  // (lowerStep leaves a step with numerics checks, which --range-stats
+  // and --adapt-precision use too, unfused.)
+  options.fusion.epilogues = o.fuseEpilogues;
   options.numerics = numerics;
   options.backend = backend.backend;
   options.optLevel = o.optLevel;

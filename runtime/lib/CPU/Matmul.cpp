@@ -72,6 +72,31 @@ void batchOffsets(const Batching &b, int64_t index, int64_t &l, int64_t &r) {
   }
 }
 
+/// Checks the operands of a matmul writing `out` and reads off its
+/// dimensions and batching; false for any mismatch.
+bool planMatmul(const mpTensor *lhs, const mpTensor *rhs, const mpTensor *out,
+                bool ta, bool tb, int64_t &m, int64_t &n, int64_t &k,
+                Batching &b) {
+  if (!lhs || !rhs || !out || !lhs->data || !rhs->data || !out->data ||
+      lhs->rank < 2 || rhs->rank < 2 || out->rank < 2 ||
+      lhs->elementType != rhs->elementType ||
+      !isFloatType(lhs->elementType) || !isFloatType(out->elementType) ||
+      mpNumElements(lhs) < 0 || mpNumElements(rhs) < 0 ||
+      mpNumElements(out) < 0)
+    return false;
+  m = lhs->shape[lhs->rank - (ta ? 1 : 2)];
+  k = lhs->shape[lhs->rank - (ta ? 2 : 1)];
+  int64_t k2 = rhs->shape[rhs->rank - (tb ? 1 : 2)];
+  n = rhs->shape[rhs->rank - (tb ? 2 : 1)];
+  if (k != k2 || !planBatches(lhs, rhs, b) || out->rank != b.rank + 2 ||
+      out->shape[b.rank] != m || out->shape[b.rank + 1] != n)
+    return false;
+  for (int32_t i = 0; i < b.rank; ++i)
+    if (out->shape[i] != b.outShape[i])
+      return false;
+  return true;
+}
+
 /// `t`'s elements as `T`, converted once (or `t`'s own buffer if already T).
 template <typename T>
 const T *widen(const mpTensor *t, mpElementType type, std::vector<T> &tmp) {
@@ -292,13 +317,14 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                                   int32_t transposeLhs, int32_t transposeRhs,
                                   mpActivation activation,
                                   mpElementType compute) {
-  if (!lhs || !rhs || !out || !out->data || out->rank < 2 ||
-      !isFloatType(out->elementType) || mpNumElements(out) < 0 ||
+  bool ta = transposeLhs, tb = transposeRhs;
+  int64_t m, n, k;
+  Batching b;
+  if (!planMatmul(lhs, rhs, out, ta, tb, m, n, k, b) ||
       (compute != MP_F32 && compute != MP_F64) ||
       activation < MP_ACTIVATION_NONE ||
       activation > MP_ACTIVATION_GELU_TANH)
     return MP_ERROR_INVALID_ARGUMENT;
-  int64_t n = out->shape[out->rank - 1];
   if (bias && (!bias->data || bias->rank != 1 || bias->shape[0] != n ||
                !isFloatType(bias->elementType)))
     return MP_ERROR_INVALID_ARGUMENT;
@@ -310,23 +336,10 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
       if (residual->shape[d] != out->shape[d])
         return MP_ERROR_INVALID_ARGUMENT;
   }
-  // The operands' own checks are mpMatmul's.
-  bool ta = transposeLhs, tb = transposeRhs;
-  Batching b;
-  if (lhs->rank >= 2 && rhs->rank >= 2 && lhs->data && rhs->data &&
-      lhs->elementType == rhs->elementType && compute == MP_F32 &&
-      planBatches(lhs, rhs, b) && mpNumElements(out) > 0) {
-    int64_t m = lhs->shape[lhs->rank - (ta ? 1 : 2)];
-    int64_t k = lhs->shape[lhs->rank - (ta ? 2 : 1)];
-    int64_t k2 = rhs->shape[rhs->rank - (tb ? 1 : 2)];
-    bool shapesMatch = k == k2 && k > 0 && out->rank == b.rank + 2 &&
-                       out->shape[b.rank] == m && out->shape[b.rank + 1] == n;
-    for (int32_t i = 0; shapesMatch && i < b.rank; ++i)
-      shapesMatch = out->shape[i] == b.outShape[i];
-    if (shapesMatch && libraryMatmul(lhs, rhs, bias, residual, out, ta, tb,
-                                     m, n, k, b, activation))
-      return MP_OK;
-  }
+  if (compute == MP_F32 && k > 0 && mpNumElements(out) > 0 &&
+      libraryMatmul(lhs, rhs, bias, residual, out, ta, tb, m, n, k, b,
+                    activation))
+    return MP_OK;
   if (compute == MP_F64)
     return referenceFusedMatmul<double>(lhs, rhs, bias, residual, out, ta, tb,
                                         activation, compute);
@@ -337,25 +350,11 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
 extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
                              mpTensor *out, int32_t transposeLhs,
                              int32_t transposeRhs, mpElementType compute) {
-  if (!lhs || !rhs || !out || !lhs->data || !rhs->data || !out->data ||
-      lhs->rank < 2 || rhs->rank < 2 || out->rank < 2 ||
-      lhs->elementType != rhs->elementType ||
-      !isFloatType(lhs->elementType) || !isFloatType(out->elementType) ||
-      !isFloatType(compute) || mpNumElements(lhs) < 0 ||
-      mpNumElements(rhs) < 0 || mpNumElements(out) < 0)
-    return MP_ERROR_INVALID_ARGUMENT;
   bool ta = transposeLhs, tb = transposeRhs;
-  int64_t m = lhs->shape[lhs->rank - (ta ? 1 : 2)];
-  int64_t k = lhs->shape[lhs->rank - (ta ? 2 : 1)];
-  int64_t k2 = rhs->shape[rhs->rank - (tb ? 1 : 2)];
-  int64_t n = rhs->shape[rhs->rank - (tb ? 2 : 1)];
+  int64_t m, n, k;
   Batching b;
-  if (k != k2 || !planBatches(lhs, rhs, b) || out->rank != b.rank + 2 ||
-      out->shape[b.rank] != m || out->shape[b.rank + 1] != n)
+  if (!isFloatType(compute) || !planMatmul(lhs, rhs, out, ta, tb, m, n, k, b))
     return MP_ERROR_INVALID_ARGUMENT;
-  for (int32_t i = 0; i < b.rank; ++i)
-    if (out->shape[i] != b.outShape[i])
-      return MP_ERROR_INVALID_ARGUMENT;
   if (b.count == 0 || m == 0 || n == 0)
     return MP_OK;
   if (k == 0) {

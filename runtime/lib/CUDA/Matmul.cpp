@@ -179,15 +179,19 @@ const Plan *planFor(Context &c, const GemmShape &s) {
 
 /// D = epilogue(op(A) op(B) + C), with C = `addend` (D's layout) when
 /// given and the bias vector `bias` (D's rows) where `s.epilogue` has one.
+/// A fused call (an epilogue or C) that cuBLASLt refuses returns
+/// MP_ERROR_UNSUPPORTED, for the caller's fallback.
 mpStatus gemm(Context &c, GemmShape s, const void *a, const void *b, void *d,
               const void *addend = nullptr, const void *bias = nullptr) {
   s.alignA = alignmentOf(a);
   s.alignB = alignmentOf(b);
-  s.alignD = std::min(alignmentOf(d), addend ? alignmentOf(addend) : 256);
+  s.alignD = std::min({alignmentOf(d), addend ? alignmentOf(addend) : 256,
+                       bias ? alignmentOf(bias) : 256});
   s.addC = addend != nullptr;
+  bool fused = s.addC || s.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
   const Plan *plan = planFor(c, s);
   if (!plan)
-    return MP_ERROR_BACKEND;
+    return fused ? MP_ERROR_UNSUPPORTED : MP_ERROR_BACKEND;
   // The bias pointer is an attribute of the cached descriptor; the calls
   // run in order on one stream, so setting it per call is safe.
   if (bias && !ok(lt().cublasLtMatmulDescSetAttribute(
@@ -198,12 +202,16 @@ mpStatus gemm(Context &c, GemmShape s, const void *a, const void *b, void *d,
   float alpha32 = 1, beta32 = addend ? 1 : 0;
   double alpha64 = 1, beta64 = addend ? 1 : 0;
   bool f64 = s.abType == MP_F64;
-  MP_CUDA_TRY(lt().cublasLtMatmul(
+  cublasStatus_t status = lt().cublasLtMatmul(
       c.lt, plan->desc, f64 ? static_cast<const void *>(&alpha64) : &alpha32,
       a, plan->a, b, plan->b,
       f64 ? static_cast<const void *>(&beta64) : &beta32,
       addend ? addend : d, plan->d, d, plan->d, &plan->algo, c.workspace,
-      c.workspaceSize, c.stream));
+      c.workspaceSize, c.stream);
+  if (fused && status == CUBLAS_STATUS_NOT_SUPPORTED)
+    return MP_ERROR_UNSUPPORTED;
+  if (!ok(status, "cublasLtMatmul"))
+    return MP_ERROR_BACKEND;
   return MP_OK;
 }
 
@@ -403,6 +411,7 @@ mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                           &fusion);
     if (st != MP_ERROR_UNSUPPORTED)
       return st;
+    rt::setDetail(""); // cuBLASLt's refusal is not an error
   }
   // Otherwise the product in the compute type, then the epilogue kernel.
   int64_t count = mpNumElements(out);
