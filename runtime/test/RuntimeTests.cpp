@@ -910,7 +910,7 @@ void testFusedMatmul(std::mt19937_64 &rng) {
             ++calls;
             if (mpFusedMatmul(&A, &B, hasBias ? &Bias : nullptr,
                               hasResidual ? &R : nullptr, &O, sh.ta, sh.tb,
-                              mpActivation(act), ty.compute) != MP_OK) {
+                              act, ty.compute) != MP_OK) {
               std::printf("  mpFusedMatmul failed: shape #%d, %s\n",
                           int(&sh - &shapes[0]), actNames[act]);
               ok = false;
@@ -989,7 +989,7 @@ void testFusedMatmul(std::mt19937_64 &rng) {
                           MP_ACTIVATION_NONE, MP_F32) ==
                 MP_ERROR_INVALID_ARGUMENT &&
             mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0,
-                          mpActivation(7), MP_F32) ==
+                          7, MP_F32) ==
                 MP_ERROR_INVALID_ARGUMENT &&
             mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0,
                           MP_ACTIVATION_RELU, MP_F16) ==

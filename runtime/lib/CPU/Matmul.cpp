@@ -315,16 +315,17 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                                   const mpTensor *bias,
                                   const mpTensor *residual, mpTensor *out,
                                   int32_t transposeLhs, int32_t transposeRhs,
-                                  mpActivation activation,
+                                  int32_t activationValue,
                                   mpElementType compute) {
   bool ta = transposeLhs, tb = transposeRhs;
   int64_t m, n, k;
   Batching b;
   if (!planMatmul(lhs, rhs, out, ta, tb, m, n, k, b) ||
       (compute != MP_F32 && compute != MP_F64) ||
-      activation < MP_ACTIVATION_NONE ||
-      activation > MP_ACTIVATION_GELU_TANH)
+      activationValue < MP_ACTIVATION_NONE ||
+      activationValue > MP_ACTIVATION_GELU_TANH)
     return MP_ERROR_INVALID_ARGUMENT;
+  auto activation = static_cast<mpActivation>(activationValue);
   if (bias && (!bias->data || bias->rank != 1 || bias->shape[0] != n ||
                !isFloatType(bias->elementType)))
     return MP_ERROR_INVALID_ARGUMENT;

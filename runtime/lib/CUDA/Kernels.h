@@ -84,7 +84,7 @@ mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
 mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                        const mpTensor *bias, const mpTensor *residual,
                        mpTensor *out, int32_t transposeLhs,
-                       int32_t transposeRhs, mpActivation activation,
+                       int32_t transposeRhs, int32_t activation,
                        mpElementType compute);
 /// out = activation(acc + bias + residual), rounded once to out's type:
 /// the epilogue of a fused matmul that cuBLASLt does not take, on the

@@ -380,15 +380,16 @@ mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                                  const mpTensor *bias,
                                  const mpTensor *residual, mpTensor *out,
                                  int32_t transposeLhs, int32_t transposeRhs,
-                                 mpActivation activation,
+                                 int32_t activationValue,
                                  mpElementType compute) {
   if (!context())
     return MP_ERROR_BACKEND;
   if (!validFloat(out) || out->rank < 2 ||
       (compute != MP_F32 && compute != MP_F64) ||
-      activation < MP_ACTIVATION_NONE ||
-      activation > MP_ACTIVATION_GELU_TANH)
+      activationValue < MP_ACTIVATION_NONE ||
+      activationValue > MP_ACTIVATION_GELU_TANH)
     return MP_ERROR_INVALID_ARGUMENT;
+  auto activation = static_cast<mpActivation>(activationValue);
   int64_t n = out->shape[out->rank - 1];
   if (bias && (!validFloat(bias) || bias->rank != 1 || bias->shape[0] != n))
     return MP_ERROR_INVALID_ARGUMENT;

@@ -341,11 +341,12 @@ typedef enum mpActivation {
  * epilogue computed in `compute` (f32 or f64) on the accumulators and
  * rounded once to out's storage type. `bias` (may be null) is a vector of
  * out's last dimension, of any floating-point type; `residual` (may be null)
- * has out's shape and type and may alias `out`. */
+ * has out's shape and type and may alias `out`. `activation` is an
+ * mpActivation value; any other is refused. */
 mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                        const mpTensor *bias, const mpTensor *residual,
                        mpTensor *out, int32_t transposeLhs,
-                       int32_t transposeRhs, mpActivation activation,
+                       int32_t transposeRhs, int32_t activation,
                        mpElementType compute);
 
 /*===----------------------------------------------------------------------===*
