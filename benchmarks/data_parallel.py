@@ -30,12 +30,12 @@ usage: benchmarks/data_parallel.py [--build build] [--steps 30]
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
+
+from machine import cpu_flags, cpu_name, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATOR = os.path.join(ROOT, "utils", "generate-train-step.py")
@@ -50,36 +50,6 @@ MODELS = {
                 "--blocks", "2"], ["--optimizer=sgd"]),
 }
 PRECISIONS = [("fp32", "off"), ("bf16", "bf16")]
-
-
-def cpu_flags():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("flags"):
-                flags = line.split(":", 1)[1].split()
-                keep = ["avx2", "f16c", "avx512f", "avx512_bf16", "amx_bf16"]
-                return [f for f in keep if f in flags]
-    except OSError:
-        pass
-    return []
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def run(command, env, what):
-    done = subprocess.run(command, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
-    if done.returncode:
-        sys.exit("%s failed:\n%s" % (what, done.stdout[-3000:]))
-    return done.stdout
 
 
 def median_step_ms(log, skip):

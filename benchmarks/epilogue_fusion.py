@@ -22,11 +22,11 @@ DNNL_MAX_CPU_ISA=AVX2) where the CPU has AVX-512, as the AVX2 emulation.
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
+
+from machine import cpu_flags, cpu_name, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATOR = os.path.join(ROOT, "utils", "generate-train-step.py")
@@ -50,36 +50,6 @@ MODELS = {
     },
 }
 PRECISIONS = {"fp32": "off", "f16": "f16", "bf16": "bf16"}
-
-
-def cpu_flags():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("flags"):
-                flags = line.split(":", 1)[1].split()
-                keep = ["avx2", "f16c", "avx512f", "avx512_bf16", "amx_bf16"]
-                return [f for f in keep if f in flags]
-    except OSError:
-        pass
-    return []
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def run(command, env, what):
-    done = subprocess.run(command, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
-    if done.returncode:
-        sys.exit("%s failed:\n%s" % (what, done.stdout[-3000:]))
-    return done.stdout
 
 
 def step_times(log, skip):

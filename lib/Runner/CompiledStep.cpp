@@ -42,6 +42,20 @@ using namespace mp;
 using namespace mp::runner;
 using llvm::createStringError;
 
+/// Runs the passes `populate` adds on `module`, reported to `progress` (when
+/// given) as the phase `phase`.
+static LogicalResult
+runPhase(ModuleOp module, CompileProgress *progress, llvm::StringRef phase,
+         llvm::function_ref<void(OpPassManager &)> populate) {
+  PassManager pm(module.getContext());
+  populate(pm);
+  if (progress) {
+    progress->beginPhase(phase, CompileProgress::countOps(module));
+    progress->watch(pm);
+  }
+  return pm.run(module);
+}
+
 FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
                                       llvm::StringRef options,
                                       CompileProgress *progress) {
@@ -73,14 +87,8 @@ FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
     return module.emitError() << "invalid differentiation options '"
                               << options << "'"
                               << (error.empty() ? "" : ": " + error);
-  PassManager pm(module.getContext());
-  pm.addPass(std::move(pass));
-  if (progress) {
-    progress->beginPhase("differentiating (tg-make-train-step)",
-                         CompileProgress::countOps(module));
-    progress->watch(pm);
-  }
-  if (failed(pm.run(module)))
+  if (failed(runPhase(module, progress, "differentiating (tg-make-train-step)",
+                      [&](OpPassManager &pm) { pm.addPass(std::move(pass)); })))
     return failure();
   return true;
 }
@@ -312,14 +320,10 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     options->computeType = amp.mode;
     if (!amp.policyFile.empty())
       options->policyFile = amp.policyFile;
-    PassManager pm(module.getContext());
-    tg::buildTGMixedPrecisionPipeline(pm, *options);
-    if (progress) {
-      progress->beginPhase("mixed precision (" + amp.mode + ")",
-                           CompileProgress::countOps(module));
-      progress->watch(pm);
-    }
-    if (failed(pm.run(module)))
+    if (failed(runPhase(module, progress, "mixed precision (" + amp.mode + ")",
+                        [&](OpPassManager &pm) {
+                          tg::buildTGMixedPrecisionPipeline(pm, *options);
+                        })))
       return failure();
   } else if (!amp.options.empty()) {
     return module.emitError()
@@ -330,41 +334,30 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     options.layout = layout.layout;
     options.target = layout.target;
     options.reportFile = layout.reportFile;
-    PassManager pm(module.getContext());
-    pm.addPass(tg::createTGAssignLayout(options));
-    if (progress) {
-      progress->beginPhase("layout assignment (" + layout.layout + ")",
-                           CompileProgress::countOps(module));
-      progress->watch(pm);
-    }
-    if (failed(pm.run(module)))
+    if (failed(runPhase(module, progress,
+                        "layout assignment (" + layout.layout + ")",
+                        [&](OpPassManager &pm) {
+                          pm.addPass(tg::createTGAssignLayout(options));
+                        })))
       return failure();
   }
   // The numerics checks observe every op's own result, which a fused
   // epilogue never writes: a checked step stays unfused.
   if (fusion.epilogues && !numerics.enabled) {
-    PassManager pm(module.getContext());
-    pm.addPass(tg::createTGFuseEpilogues());
-    if (progress) {
-      progress->beginPhase("epilogue fusion (tg-fuse-epilogues)",
-                           CompileProgress::countOps(module));
-      progress->watch(pm);
-    }
-    if (failed(pm.run(module)))
+    if (failed(runPhase(module, progress, "epilogue fusion (tg-fuse-epilogues)",
+                        [](OpPassManager &pm) {
+                          pm.addPass(tg::createTGFuseEpilogues());
+                        })))
       return failure();
   }
   if (numerics.enabled) {
     tg::TGCheckNumericsOptions options;
     options.scope = numerics.scope;
     options.ops.assign(numerics.ops.begin(), numerics.ops.end());
-    PassManager pm(module.getContext());
-    pm.addPass(tg::createTGCheckNumerics(options));
-    if (progress) {
-      progress->beginPhase("numerics checks (tg-check-numerics)",
-                           CompileProgress::countOps(module));
-      progress->watch(pm);
-    }
-    if (failed(pm.run(module)))
+    if (failed(runPhase(module, progress, "numerics checks (tg-check-numerics)",
+                        [&](OpPassManager &pm) {
+                          pm.addPass(tg::createTGCheckNumerics(options));
+                        })))
       return failure();
   }
   auto step = module.lookupSymbol<func::FuncOp>(name);
@@ -409,14 +402,9 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     sig->forwardEntry = forward->first;
     sig->forwardResult = forward->second;
   }
-  PassManager pm(module.getContext());
-  buildTGLowerToLLVMPipeline(pm);
-  if (progress) {
-    progress->beginPhase("lowering to the LLVM dialect (tg-lower-to-llvm)",
-                         CompileProgress::countOps(module));
-    progress->watch(pm);
-  }
-  if (failed(pm.run(module)))
+  if (failed(runPhase(module, progress,
+                      "lowering to the LLVM dialect (tg-lower-to-llvm)",
+                      [](OpPassManager &pm) { buildTGLowerToLLVMPipeline(pm); })))
     return failure();
   return sig;
 }

@@ -612,6 +612,49 @@ mpTensor tensorOfShape(void *data, mpElementType t,
   return x;
 }
 
+int64_t numel(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Element `i` (row-major in a result of shape `out`) of the batched
+/// product op(a) op(b) of exact values, `a` of shape `sa` and `b` of shape
+/// `sb` with their batch dimensions broadcast, summed in double in order;
+/// `mag` gets sum |a b|, the scale of the dot product's error bound.
+double referenceDot(const std::vector<double> &a,
+                    const std::vector<int64_t> &sa, bool ta,
+                    const std::vector<double> &b,
+                    const std::vector<int64_t> &sb, bool tb,
+                    const std::vector<int64_t> &out, int64_t i, double &mag) {
+  int64_t orank = out.size(), m = out[orank - 2], n = out[orank - 1];
+  int64_t k = ta ? sa[sa.size() - 2] : sa.back();
+  int64_t row = (i / n) % m, col = i % n;
+  // Batch coordinates, broadcast into each operand.
+  std::vector<int64_t> coord(orank - 2);
+  for (int64_t d = orank - 3, rem = i / (m * n); d >= 0; --d) {
+    coord[d] = rem % out[d];
+    rem /= out[d];
+  }
+  auto offset = [&](const std::vector<int64_t> &s) {
+    int64_t off = 0, r = s.size() - 2;
+    for (int64_t d = 0; d < r; ++d)
+      off = off * s[d] + (s[d] == 1 ? 0 : coord[d + (orank - 2 - r)]);
+    return off * s[s.size() - 1] * s[s.size() - 2];
+  };
+  int64_t ao = offset(sa), bo = offset(sb);
+  double ref = 0;
+  mag = 0;
+  for (int64_t x = 0; x < k; ++x) {
+    double av = a[ao + (ta ? x * m + row : row * k + x)];
+    double bv = b[bo + (tb ? col * k + x : x * n + col)];
+    ref += av * bv;
+    mag += std::fabs(av * bv);
+  }
+  return ref;
+}
+
 /// tg.compare, tg.select and the integer conversions of tg.cast, against
 /// plain C++ on values chosen to catch the easy mistakes: ties, NaN,
 /// infinities and signed zeros; int64 values that differ by one beyond
@@ -740,12 +783,6 @@ void testMatmul(std::mt19937_64 &rng) {
     double worstRatio = 0;
     bool ok = true;
     for (const Case &c : cases) {
-      auto numel = [](const std::vector<int64_t> &s) {
-        int64_t n = 1;
-        for (int64_t d : s)
-          n *= d;
-        return n;
-      };
       std::vector<double> ea, eb;
       auto a = randomBuffer(ty.storage, numel(c.a), ea, rng);
       auto b = randomBuffer(ty.storage, numel(c.b), eb, rng);
@@ -762,9 +799,9 @@ void testMatmul(std::mt19937_64 &rng) {
       // |err| <= gamma_K * sum|a b| (accumulation in the compute type, plus
       // one rounding of each product in low-precision compute), then one
       // rounding to the output storage, plus an underflow floor.
-      int64_t ar = c.a.size(), br = c.b.size(), orank = c.out.size();
+      int64_t orank = c.out.size();
       int64_t m = c.out[orank - 2], n = c.out[orank - 1];
-      int64_t k = c.ta ? c.a[ar - 2] : c.a[ar - 1];
+      int64_t k = c.ta ? c.a[c.a.size() - 2] : c.a.back();
       double u = unitRoundoff(ty.compute);
       double terms = ty.compute == MP_F16 || ty.compute == MP_BF16 ? k + 1 : k;
       // (1 + u)^terms - 1: the worst-case relative growth, valid for any
@@ -774,31 +811,11 @@ void testMatmul(std::mt19937_64 &rng) {
       double uOut = unitRoundoff(ty.out);
       int64_t batches = numel(c.out) / (m * n);
       for (int64_t bi = 0; bi < batches; ++bi) {
-        // Batch coordinates, broadcast into each operand.
-        std::vector<int64_t> coord(orank - 2);
-        for (int64_t i = orank - 3, rem = bi; i >= 0; --i) {
-          coord[i] = rem % c.out[i];
-          rem /= c.out[i];
-        }
-        auto offset = [&](const std::vector<int64_t> &s) {
-          int64_t off = 0, r = s.size() - 2;
-          for (int64_t i = 0; i < r; ++i) {
-            int64_t oc = coord[i + (orank - 2 - r)];
-            off = off * s[i] + (s[i] == 1 ? 0 : oc);
-          }
-          return off;
-        };
-        int64_t ao = offset(c.a) * (c.a[ar - 1] * c.a[ar - 2]);
-        int64_t bo = offset(c.b) * (c.b[br - 1] * c.b[br - 2]);
         for (int64_t r = 0; r < m; ++r)
           for (int64_t col = 0; col < n; ++col) {
-            double ref = 0, mag = 0;
-            for (int64_t x = 0; x < k; ++x) {
-              double av = ea[ao + (c.ta ? x * m + r : r * k + x)];
-              double bv = eb[bo + (c.tb ? col * k + x : x * n + col)];
-              ref += av * bv;
-              mag += std::fabs(av * bv);
-            }
+            double mag;
+            double ref = referenceDot(ea, c.a, c.ta, eb, c.b, c.tb, c.out,
+                                      (bi * m + r) * n + col, mag);
             double got = readBack(out, ty.out, (bi * m + r) * n + col);
             double bound = gamma * mag * (1 + uOut) + uOut * std::fabs(ref) +
                            k * tiniest(ty.compute) + tiniest(ty.out);
@@ -872,12 +889,6 @@ void testFusedMatmul(std::mt19937_64 &rng) {
     }
     return x;
   };
-  auto numel = [](const std::vector<int64_t> &s) {
-    int64_t n = 1;
-    for (int64_t d : s)
-      n *= d;
-    return n;
-  };
   for (const Types &ty : types) {
     bool ok = true;
     double worst = 0;
@@ -890,8 +901,7 @@ void testFusedMatmul(std::mt19937_64 &rng) {
             if (inPlace && !hasResidual)
               continue;
             std::vector<double> ea, eb, ebias, eres;
-            int64_t orank = sh.out.size(), n = sh.out[orank - 1];
-            int64_t m = sh.out[orank - 2], count = numel(sh.out);
+            int64_t n = sh.out.back(), count = numel(sh.out);
             int64_t k = sh.ta ? sh.a[sh.a.size() - 2] : sh.a.back();
             auto a = randomBuffer(ty.storage, numel(sh.a), ea, rng);
             auto b = randomBuffer(ty.storage, numel(sh.b), eb, rng);
@@ -923,27 +933,10 @@ void testFusedMatmul(std::mt19937_64 &rng) {
             double u = unitRoundoff(ty.compute), uOut = unitRoundoff(ty.out);
             double gamma = std::expm1(k * std::log1p(u));
             for (int64_t i = 0; i < count; ++i) {
-              int64_t row = (i / n) % m, col = i % n, batch = i / (m * n);
-              std::vector<int64_t> coord(orank - 2);
-              for (int64_t d = orank - 3, rem = batch; d >= 0; --d) {
-                coord[d] = rem % sh.out[d];
-                rem /= sh.out[d];
-              }
-              auto offset = [&](const std::vector<int64_t> &s) {
-                int64_t off = 0, r = s.size() - 2;
-                for (int64_t d = 0; d < r; ++d)
-                  off = off * s[d] +
-                        (s[d] == 1 ? 0 : coord[d + (orank - 2 - r)]);
-                return off * s[s.size() - 1] * s[s.size() - 2];
-              };
-              int64_t ao = offset(sh.a), bo = offset(sh.b);
-              double acc = 0, mag = 0;
-              for (int64_t x = 0; x < k; ++x) {
-                double av = ea[ao + (sh.ta ? x * m + row : row * k + x)];
-                double bv = eb[bo + (sh.tb ? col * k + x : x * n + col)];
-                acc += av * bv;
-                mag += std::fabs(av * bv);
-              }
+              int64_t col = i % n;
+              double mag;
+              double acc = referenceDot(ea, sh.a, sh.ta, eb, sh.b, sh.tb,
+                                        sh.out, i, mag);
               double pre = acc + (hasBias ? ebias[col] : 0) +
                            (hasResidual ? eres[i] : 0);
               double sum = std::fabs(acc) + (hasBias ? std::fabs(ebias[col]) : 0) +
