@@ -69,6 +69,9 @@ def main():
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     skip = 5
+    if not os.access(args.runner, os.X_OK):
+        sys.exit("epilogue_fusion.py: no mp-runner at %s (run utils/mp "
+                 "build, or pass --runner)" % args.runner)
     if args.steps <= skip:
         sys.exit("--steps must be more than %d (the warm-up)" % skip)
     base = dict(os.environ)
