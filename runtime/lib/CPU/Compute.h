@@ -10,6 +10,7 @@
 #define MP_RUNTIME_CPU_COMPUTE_H
 
 #include "Elements.h"
+#include "Math.h"
 
 #include <cmath>
 
@@ -36,7 +37,7 @@ struct Arith {
   T sub(T a, T b) const { return r(a - b); }
   T mul(T a, T b) const { return r(a * b); }
   T div(T a, T b) const { return r(a / b); }
-  T exp(T a) const { return r(std::exp(a)); }
+  T exp(T a) const { return r(mathExp(a)); }
   T log(T a) const { return r(std::log(a)); }
   T sqrt(T a) const { return r(std::sqrt(a)); }
 };

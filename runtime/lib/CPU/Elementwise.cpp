@@ -17,6 +17,7 @@
 #include "mp/Runtime/Philox.h"
 
 #include "Elements.h"
+#include "Math.h"
 #include "Tiles.h"
 
 #include <algorithm>
@@ -41,23 +42,23 @@ constexpr double kSqrt2OverPi = 0.79788456080286535587989211986876;
 constexpr double kInvSqrt2 = 0.70710678118654752440084436210485;
 
 template <typename T>
-T unary(mpUnaryKind kind, T x) {
+__attribute__((always_inline)) inline T unary(mpUnaryKind kind, T x) {
   switch (kind) {
   case MP_NEG:
     return -x;
   case MP_RELU:
     return x > T(0) ? x : T(0);
   case MP_GELU:
-    return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
+    return x * mathNormalCdf(x);
   case MP_GELU_TANH:
     return T(0.5) * x *
-           (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
+           (T(1) + mathTanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
   case MP_TANH:
-    return std::tanh(x);
+    return mathTanh(x);
   case MP_SIGMOID:
-    return T(1) / (T(1) + std::exp(-x));
+    return T(1) / (T(1) + mathExp(-x));
   case MP_EXP:
-    return std::exp(x);
+    return mathExp(x);
   case MP_LOG:
     return std::log(x);
   case MP_SQRT:
@@ -67,7 +68,7 @@ T unary(mpUnaryKind kind, T x) {
   case MP_SQUARE:
     return x * x;
   case MP_ERF:
-    return std::erf(x);
+    return mathErf(x);
   case MP_SIN:
     return std::sin(x);
   case MP_COS:
@@ -96,18 +97,19 @@ T binary(mpBinaryKind kind, T a, T b) {
 }
 
 template <typename T>
-T activationGrad(mpActivationGradKind kind, T dy, T s) {
+__attribute__((always_inline)) inline T activationGrad(mpActivationGradKind kind,
+                                                       T dy, T s) {
   switch (kind) {
   case MP_RELU_GRAD:
     return s > T(0) ? dy : T(0);
   case MP_GELU_GRAD: {
-    T cdf = T(0.5) * (T(1) + std::erf(s * T(kInvSqrt2)));
-    T pdf = std::exp(T(-0.5) * s * s) * T(kSqrt2OverPi / 2);
+    T cdf = mathNormalCdf(s);
+    T pdf = mathExp(T(-0.5) * s * s) * T(kSqrt2OverPi / 2);
     return dy * (cdf + s * pdf);
   }
   case MP_GELU_TANH_GRAD: {
     T inner = T(kSqrt2OverPi) * (s + T(0.044715) * s * s * s);
-    T t = std::tanh(inner);
+    T t = mathTanh(inner);
     T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * 0.044715) * s * s);
     return dy * (T(0.5) * (T(1) + t) + T(0.5) * s * (T(1) - t * t) * dinner);
   }
@@ -150,22 +152,80 @@ bool tileTypes(std::initializer_list<mpElementType> types) {
   return true;
 }
 
-/// `x[i] = f(x[i])` over a tile, as a loop the compiler can vectorise.
-template <typename F> void each(float *x, int64_t n, F f) {
+/// `a[i] = f(a[i], b[i])` over a tile, as a loop the compiler can
+/// vectorise.
+template <typename F> void each2(float *a, const float *b, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i)
-    x[i] = f(x[i]);
+    a[i] = f(a[i], b[i]);
+}
+
+/// One loop per kind, each over `unary` with the kind a constant, so the
+/// switch folds away and the loop (Math.h's functions included) vectorises
+/// to the same bits as the reference loop's calls. Each loop is its own
+/// small function, compiled for AVX-512, AVX2 and the baseline (no FMA
+/// contraction in any: -ffp-contract=off), chosen by cpuFeatures(), so
+/// MP_CPU_ISA caps them.
+#define MP_ELEMENT_LOOPS(SUFFIX, TARGET)                                       \
+  template <mpUnaryKind K>                                                     \
+  TARGET void unaryLoop##SUFFIX(float *x, int64_t n) {                         \
+    for (int64_t i = 0; i < n; ++i)                                            \
+      x[i] = unary(K, x[i]);                                                   \
+  }                                                                            \
+  template <mpActivationGradKind K>                                            \
+  TARGET void gradLoop##SUFFIX(float *g, const float *s, int64_t n) {          \
+    for (int64_t i = 0; i < n; ++i)                                            \
+      g[i] = activationGrad(K, g[i], s[i]);                                    \
+  }
+MP_ELEMENT_LOOPS(Avx512, __attribute__((target("avx512f,avx512dq"))))
+MP_ELEMENT_LOOPS(Avx2, __attribute__((target("avx2"))))
+MP_ELEMENT_LOOPS(Base, )
+#undef MP_ELEMENT_LOOPS
+
+/// The loop of kind K for this CPU.
+template <mpUnaryKind K> void unaryLoop(float *x, int64_t n) {
+  const CpuFeatures &cpu = cpuFeatures();
+  if (cpu.avx512)
+    return unaryLoopAvx512<K>(x, n);
+  if (cpu.avx2)
+    return unaryLoopAvx2<K>(x, n);
+  unaryLoopBase<K>(x, n);
+}
+
+template <mpActivationGradKind K>
+void gradLoop(float *g, const float *s, int64_t n) {
+  const CpuFeatures &cpu = cpuFeatures();
+  if (cpu.avx512)
+    return gradLoopAvx512<K>(g, s, n);
+  if (cpu.avx2)
+    return gradLoopAvx2<K>(g, s, n);
+  gradLoopBase<K>(g, s, n);
 }
 
 void unaryTile(mpUnaryKind kind, float *x, int64_t n) {
   switch (kind) {
-  case MP_NEG:
-    return each(x, n, [](float v) { return -v; });
-  case MP_RELU:
-    return each(x, n, [](float v) { return v > 0.0f ? v : 0.0f; });
-  case MP_SQUARE:
-    return each(x, n, [](float v) { return v * v; });
-  default:
-    return each(x, n, [kind](float v) { return unary(kind, v); });
+  case MP_NEG: return unaryLoop<MP_NEG>(x, n);
+  case MP_RELU: return unaryLoop<MP_RELU>(x, n);
+  case MP_SQUARE: return unaryLoop<MP_SQUARE>(x, n);
+  case MP_GELU: return unaryLoop<MP_GELU>(x, n);
+  case MP_GELU_TANH: return unaryLoop<MP_GELU_TANH>(x, n);
+  case MP_TANH: return unaryLoop<MP_TANH>(x, n);
+  case MP_SIGMOID: return unaryLoop<MP_SIGMOID>(x, n);
+  case MP_EXP: return unaryLoop<MP_EXP>(x, n);
+  case MP_ERF: return unaryLoop<MP_ERF>(x, n);
+  default: // libm's calls: one element at a time
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = unary(kind, x[i]);
+  }
+}
+
+void activationGradTile(mpActivationGradKind kind, float *g, const float *s,
+                        int64_t n) {
+  switch (kind) {
+  case MP_RELU_GRAD: return gradLoop<MP_RELU_GRAD>(g, s, n);
+  case MP_GELU_GRAD: return gradLoop<MP_GELU_GRAD>(g, s, n);
+  case MP_GELU_TANH_GRAD: return gradLoop<MP_GELU_TANH_GRAD>(g, s, n);
+  case MP_TANH_GRAD: return gradLoop<MP_TANH_GRAD>(g, s, n);
+  case MP_SIGMOID_GRAD: return gradLoop<MP_SIGMOID_GRAD>(g, s, n);
   }
 }
 
@@ -205,22 +265,12 @@ bool fastActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
                   roundF32(g, n, compute);
                 if (roundsFrom(compute, saved->elementType))
                   roundF32(s, n, compute);
-                if (kind == MP_RELU_GRAD)
-                  for (int64_t k = 0; k < n; ++k)
-                    g[k] = s[k] > 0.0f ? g[k] : 0.0f;
-                else
-                  for (int64_t k = 0; k < n; ++k)
-                    g[k] = activationGrad(kind, g[k], s[k]);
+                activationGradTile(kind, g, s, n);
                 if (roundsFrom(compute, dx->elementType))
                   roundF32(g, n, compute);
                 storeF32(g, n, dx->data, dx->elementType, i);
               });
   return true;
-}
-
-template <typename F> void each2(float *a, const float *b, int64_t n, F f) {
-  for (int64_t i = 0; i < n; ++i)
-    a[i] = f(a[i], b[i]);
 }
 
 void binaryTile(mpBinaryKind kind, float *a, const float *b, int64_t n) {

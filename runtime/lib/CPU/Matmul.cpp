@@ -17,6 +17,7 @@
 
 #include "Dnnl.h"
 #include "Elements.h"
+#include "Math.h"
 #include "Parallel.h"
 #include "Tiles.h"
 
@@ -209,10 +210,10 @@ template <typename T> T activate(mpActivation a, T x) {
   case MP_ACTIVATION_RELU:
     return x > T(0) ? x : T(0);
   case MP_ACTIVATION_GELU:
-    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    return x * mathNormalCdf(x);
   case MP_ACTIVATION_GELU_TANH: {
     T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
-    return T(0.5) * x * (T(1) + std::tanh(inner));
+    return T(0.5) * x * (T(1) + mathTanh(inner));
   }
   default:
     return x;

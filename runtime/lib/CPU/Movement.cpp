@@ -14,6 +14,7 @@
 #include "Vector.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -56,43 +57,91 @@ void gatherRow(const void *src, int64_t stride, int64_t n, void *dst) {
     d[k] = s[k * stride];
 }
 
-/// Copies `in` to `out` where output dimension d steps `from[d]` elements
-/// of `in` (0 where it broadcasts): rows of the output, each a typed
-/// strided loop (a memcpy when contiguous), rows split across threads.
-bool fastStridedCopy(const mpTensor *in, mpTensor *out, const int64_t *from) {
-  size_t size = mpElementSize(in->elementType);
-  int32_t rank = out->rank;
-  if (!libraryKernelsEnabled() || rank == 0 || in->data == out->data ||
+/// Copies `n` consecutive elements of type E from `src` to `dst`, every
+/// `stride` elements.
+template <typename E>
+void scatterRow(const void *src, int64_t n, void *dst, int64_t stride) {
+  const E *s = static_cast<const E *>(src);
+  E *d = static_cast<E *>(dst);
+  for (int64_t k = 0; k < n; ++k)
+    d[k * stride] = s[k];
+}
+
+/// Moves whole rows between a dense tensor `dense` and a strided view of
+/// another buffer: `view` points at the view's first element, and output
+/// dimension d of `dense` steps `step[d]` elements of it (0 where it
+/// broadcasts). Gathers (view to dense) unless `scatter`. Rows are split
+/// across threads; a scatter needs the view's elements to be distinct,
+/// which a slice's positive strides give.
+bool fastStridedRows(const mpTensor *dense, char *view, const int64_t *step,
+                     bool scatter) {
+  size_t size = mpElementSize(dense->elementType);
+  int32_t rank = dense->rank;
+  if (!libraryKernelsEnabled() || rank == 0 ||
       (size != 1 && size != 2 && size != 4 && size != 8))
     return false;
-  int64_t len = out->shape[rank - 1];
-  int64_t stride = from[rank - 1];
-  int64_t rows = len ? mpNumElements(out) / len : 0;
-  const char *src = static_cast<const char *>(in->data);
-  char *dst = static_cast<char *>(out->data);
+  int64_t len = dense->shape[rank - 1];
+  int64_t stride = step[rank - 1];
+  int64_t rows = len ? mpNumElements(dense) / len : 0;
+  char *flat = static_cast<char *>(dense->data);
   parallelFor(rows, std::max<int64_t>(1, 8 * kTile / (len + 1)),
               [&](int64_t begin, int64_t end) {
                 for (int64_t r = begin; r < end; ++r) {
                   int64_t rest = r, at = 0;
                   for (int32_t d = rank - 2; d >= 0; --d) {
-                    at += (rest % out->shape[d]) * from[d];
-                    rest /= out->shape[d];
+                    at += (rest % dense->shape[d]) * step[d];
+                    rest /= dense->shape[d];
                   }
-                  const char *row = src + at * size;
-                  char *to = dst + r * len * size;
-                  if (stride == 1)
-                    std::memcpy(to, row, len * size);
-                  else if (size == 2)
-                    gatherRow<uint16_t>(row, stride, len, to);
-                  else if (size == 4)
-                    gatherRow<uint32_t>(row, stride, len, to);
-                  else if (size == 8)
-                    gatherRow<uint64_t>(row, stride, len, to);
-                  else
-                    gatherRow<uint8_t>(row, stride, len, to);
+                  char *row = view + at * size;
+                  char *line = flat + r * len * size;
+                  if (stride == 1) {
+                    if (scatter)
+                      std::memcpy(row, line, len * size);
+                    else
+                      std::memcpy(line, row, len * size);
+                  } else if (scatter) {
+                    if (size == 2)
+                      scatterRow<uint16_t>(line, len, row, stride);
+                    else if (size == 4)
+                      scatterRow<uint32_t>(line, len, row, stride);
+                    else if (size == 8)
+                      scatterRow<uint64_t>(line, len, row, stride);
+                    else
+                      scatterRow<uint8_t>(line, len, row, stride);
+                  } else if (size == 2) {
+                    gatherRow<uint16_t>(row, stride, len, line);
+                  } else if (size == 4) {
+                    gatherRow<uint32_t>(row, stride, len, line);
+                  } else if (size == 8) {
+                    gatherRow<uint64_t>(row, stride, len, line);
+                  } else {
+                    gatherRow<uint8_t>(row, stride, len, line);
+                  }
                 }
               });
   return true;
+}
+
+/// Copies `in` to `out` where output dimension d steps `from[d]` elements
+/// of `in` (0 where it broadcasts).
+bool fastStridedCopy(const mpTensor *in, mpTensor *out, const int64_t *from) {
+  if (in->data == out->data)
+    return false;
+  return fastStridedRows(out, static_cast<char *>(in->data), from,
+                         /*scatter=*/false);
+}
+
+/// Zeroes `t`, split across threads when it is large.
+void zeroFill(mpTensor *t) {
+  size_t bytes = size_t(mpNumElements(t)) * mpElementSize(t->elementType);
+  constexpr size_t kChunk = size_t(1) << 18;
+  char *data = static_cast<char *>(t->data);
+  parallelFor(int64_t((bytes + kChunk - 1) / kChunk), 1,
+              [&](int64_t begin, int64_t end) {
+                size_t from = size_t(begin) * kChunk;
+                size_t to = std::min(bytes, size_t(end) * kChunk);
+                std::memset(data + from, 0, to - from);
+              });
 }
 
 } // namespace
@@ -182,9 +231,26 @@ extern "C" mpStatus mpCopy(const mpTensor *in, mpTensor *out) {
   if (!validAny(in) || !validAny(out) || in->elementType != out->elementType ||
       mpNumElements(in) != mpNumElements(out))
     return MP_ERROR_INVALID_ARGUMENT;
-  if (in->data != out->data)
-    std::memmove(out->data, in->data,
-                 mpNumElements(in) * mpElementSize(in->elementType));
+  if (in->data == out->data)
+    return MP_OK;
+  size_t bytes = size_t(mpNumElements(in)) * mpElementSize(in->elementType);
+  char *to = static_cast<char *>(out->data);
+  const char *from = static_cast<const char *>(in->data);
+  // Disjoint buffers (the usual case: a reshape into a buffer of its own)
+  // are copied in chunks across threads; overlapping ones by one memmove.
+  auto t = reinterpret_cast<uintptr_t>(to);
+  auto f = reinterpret_cast<uintptr_t>(from);
+  if (libraryKernelsEnabled() && (t + bytes <= f || f + bytes <= t)) {
+    constexpr size_t kChunk = size_t(1) << 18;
+    parallelFor(int64_t((bytes + kChunk - 1) / kChunk), 1,
+                [&](int64_t begin, int64_t end) {
+                  size_t lo = size_t(begin) * kChunk;
+                  size_t hi = std::min(bytes, size_t(end) * kChunk);
+                  std::memcpy(to + lo, from + lo, hi - lo);
+                });
+    return MP_OK;
+  }
+  std::memmove(to, from, bytes);
   return MP_OK;
 }
 
@@ -267,6 +333,15 @@ extern "C" mpStatus mpSlice(const mpTensor *in, mpTensor *out,
       return MP_ERROR_INVALID_ARGUMENT;
   }
   size_t size = mpElementSize(in->elementType);
+  int64_t base = 0, step[MP_MAX_RANK];
+  for (int32_t d = 0; d < in->rank; ++d) {
+    base += offsets[d] * is[d];
+    step[d] = (strides_ ? strides_[d] : 1) * is[d];
+  }
+  if (in->data != out->data && mpNumElements(out) > 0 &&
+      fastStridedRows(out, static_cast<char *>(in->data) + base * size, step,
+                      /*scatter=*/false))
+    return MP_OK;
   for (int64_t i = 0, n = mpNumElements(out); i < n; ++i) {
     int64_t rest = i, src = 0;
     for (int32_t d = out->rank - 1; d >= 0; --d) {
@@ -296,6 +371,18 @@ extern "C" mpStatus mpSliceGrad(const mpTensor *dy, mpTensor *dx,
       return MP_ERROR_INVALID_ARGUMENT;
   }
   size_t size = mpElementSize(dx->elementType);
+  int64_t base = 0, step[MP_MAX_RANK];
+  for (int32_t d = 0; d < dx->rank; ++d) {
+    base += offsets[d] * xs[d];
+    step[d] = (strides_ ? strides_[d] : 1) * xs[d];
+  }
+  if (libraryKernelsEnabled() && dy->data != dx->data &&
+      mpNumElements(dy) > 0) {
+    zeroFill(dx);
+    if (fastStridedRows(dy, static_cast<char *>(dx->data) + base * size, step,
+                        /*scatter=*/true))
+      return MP_OK;
+  }
   std::memset(dx->data, 0, size_t(mpNumElements(dx)) * size);
   for (int64_t i = 0, n = mpNumElements(dy); i < n; ++i) {
     int64_t rest = i, dst = 0;

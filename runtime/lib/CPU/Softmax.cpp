@@ -13,6 +13,7 @@
 #include "mp/Runtime/MPRuntime.h"
 
 #include "Compute.h"
+#include "Math.h"
 #include "Tiles.h"
 
 #include <algorithm>
@@ -37,13 +38,20 @@ static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
       float mx = -INFINITY;
       for (int64_t k = 0; k < len; ++k)
         mx = std::max(mx, x[k]);
+      // The exponentials in a vectorised loop, then their sum in order.
+      float *e = scratchRow(1, len);
+      for (int64_t k = 0; k < len; ++k)
+        e[k] = expF(x[k] - mx);
       float sum = 0;
       for (int64_t k = 0; k < len; ++k)
-        sum = sum + std::exp(x[k] - mx);
-      float logSum = std::log(sum);
-      for (int64_t k = 0; k < len; ++k) {
-        float d = x[k] - mx;
-        x[k] = logSoftmax ? d - logSum : std::exp(d) / sum;
+        sum = sum + e[k];
+      if (logSoftmax) {
+        float logSum = std::log(sum);
+        for (int64_t k = 0; k < len; ++k)
+          x[k] = (x[k] - mx) - logSum;
+      } else {
+        for (int64_t k = 0; k < len; ++k)
+          x[k] = e[k] / sum;
       }
       storeF32(x, len, out->data, out->elementType, o * len);
     }
@@ -66,7 +74,7 @@ static bool fastSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
       for (int64_t k = 0; k < len; ++k)
         sum = sum + (logSoftmax ? g[k] : g[k] * p[k]);
       for (int64_t k = 0; k < len; ++k)
-        g[k] = logSoftmax ? g[k] - std::exp(p[k]) * sum : p[k] * (g[k] - sum);
+        g[k] = logSoftmax ? g[k] - expF(p[k]) * sum : p[k] * (g[k] - sum);
       storeF32(g, len, dx->data, dx->elementType, o * len);
     }
   });
