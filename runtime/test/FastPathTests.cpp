@@ -14,15 +14,16 @@
 //   combined with the low halves at every rounding boundary (the f16
 //   midpoints at bits 12-15, the bf16 one at bit 15, one either side) and
 //   random ones; every f16 and bf16 pattern -> f32; f16 <-> bf16.
-// * every unary op, binary op and activation gradient, in every storage
-//   and compute type among f32/f16/bf16, at sizes from 1 to past the
+// * every unary op, binary op, activation gradient and dropout, in every
+//   storage and compute type among f32/f16/bf16, at sizes from 1 to past the
 //   threading threshold; binary ops under each broadcast form the fast path
-//   takes (whole, bias row, per-row value, scalar, both) and one it does not.
+//   takes (whole, bias row, per-row value, scalar, both) and general ones,
+//   which it reads a run of the last dimension at a time.
 // * reductions (sum, mean, max) over leading, trailing, middle and all axes.
 // * batch norm (training, inference, gradient) in NCHW and NHWC.
-// * softmax and log-softmax and their gradients, layer norm and its
-//   gradient, transposes, broadcasts, slices and slice gradients of 2, 4
-//   and 8-byte elements.
+// * softmax and log-softmax and their gradients, softmax cross-entropy and
+//   its gradient, layer norm and its gradient, transposes, broadcasts,
+//   slices and slice gradients of 2, 4 and 8-byte elements.
 // * sgd and adam updates and unscale_grads with f16 gradients.
 // * the vectorisable f32 exp, erf, tanh and normal CDF (Math.h) the
 //   elementwise kernels evaluate, against libm in double: every 4099th f32
@@ -297,8 +298,29 @@ void testElementwise(std::mt19937_64 &rng) {
         }
   check(gradOk, "every activation gradient, type and size " + firstBad);
 
+  // Dropout: the vectorised Philox of whole tiles against the scalar one.
+  bool dropoutOk = true;
+  for (int64_t n : kSizes)
+    for (mpElementType t : kTypes)
+      for (mpElementType compute : kTypes)
+        for (float rate : {0.0f, 0.1f, 0.5f}) {
+          Buffer x(t, {n}), y(kTypes[rng() % 3], {n});
+          fill(x, rng);
+          int64_t seedValue = int64_t(rng());
+          mpTensor X = x.tensor();
+          mpTensor S{};
+          S.data = &seedValue;
+          S.elementType = MP_I64;
+          int64_t stream = int64_t(rng() >> 1);
+          dropoutOk &= sameBits({&y}, [&] {
+            mpTensor Y = y.tensor();
+            return mpDropout(&X, &S, &Y, rate, stream, compute);
+          }, why);
+        }
+  check(dropoutOk, "dropout, every type, size and rate " + why);
+
   // Broadcast forms: whole, bias row, per-row value, scalar, (i / inner) %
-  // period, and a general one the fast path leaves to the reference loop.
+  // period, and general ones the fast path reads run by run.
   struct Form {
     const char *name;
     std::vector<int64_t> lhs, rhs, out;
@@ -309,6 +331,7 @@ void testElementwise(std::mt19937_64 &rng) {
       {"scalar", {}, {1001, 3}, {1001, 3}},
       {"middle", {5, 7, 300}, {7, 1}, {5, 7, 300}},
       {"general", {9, 1, 400}, {1, 11, 1}, {9, 11, 400}},
+      {"attention mask", {2, 3, 37, 37}, {2, 1, 1, 37}, {2, 3, 37, 37}},
   };
   for (const Form &f : forms) {
     bool ok = true;
@@ -385,6 +408,34 @@ void testRows(std::mt19937_64 &rng) {
       }
   check(ok, "softmax, log-softmax and their gradients over the last axis " +
                 why);
+
+  // Softmax cross-entropy and its gradient, with ignored labels (-100).
+  ok = true;
+  for (int64_t rows : {int64_t(1), int64_t(37), int64_t(1024)})
+    for (int64_t classes : {int64_t(3), int64_t(1000)})
+      for (mpElementType t : kTypes) {
+        Buffer logits(t, {rows, classes}), dlogits(t, {rows, classes});
+        Buffer loss(MP_F32, {}), dloss(MP_F32, {});
+        fill(logits, rng, /*specials=*/false);
+        dloss.set(0, 1.5f);
+        std::vector<int64_t> ids(rows);
+        for (int64_t &id : ids)
+          id = rng() % 8 == 0 ? -100 : int64_t(rng() % classes);
+        mpTensor L = logits.tensor(), D = dloss.tensor(), Y{};
+        Y.data = ids.data();
+        Y.elementType = MP_I64;
+        Y.rank = 1;
+        Y.shape[0] = rows;
+        ok &= sameBits({&loss}, [&] {
+          mpTensor O = loss.tensor();
+          return mpSoftmaxCrossEntropy(&L, &Y, &O, MP_F32);
+        }, why);
+        ok &= sameBits({&dlogits}, [&] {
+          mpTensor DL = dlogits.tensor();
+          return mpSoftmaxCrossEntropyGrad(&D, &L, &Y, &DL, MP_F32);
+        }, why);
+      }
+  check(ok, "softmax cross-entropy and its gradient " + why);
 
   ok = true;
   for (std::vector<int64_t> shape :

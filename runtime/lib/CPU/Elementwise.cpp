@@ -39,7 +39,6 @@ T roundCompute(mpElementType compute, T x) {
 }
 
 constexpr double kSqrt2OverPi = 0.79788456080286535587989211986876;
-constexpr double kInvSqrt2 = 0.70710678118654752440084436210485;
 
 template <typename T>
 __attribute__((always_inline)) inline T unary(mpUnaryKind kind, T x) {
@@ -181,6 +180,87 @@ MP_ELEMENT_LOOPS(Avx2, __attribute__((target("avx2"))))
 MP_ELEMENT_LOOPS(Base, )
 #undef MP_ELEMENT_LOOPS
 
+/// Blocks of dropout mask words per tile.
+constexpr int64_t kTileBlocks = kTile / 4;
+
+/// mpPhilox4x32_10 of blocks [first, first + count) of (seed, stream),
+/// count <= kTileBlocks, written as words[4 b + j]: the same rounds, on
+/// arrays of counters, so that each round is a loop the compiler vectorises.
+#define MP_PHILOX_LOOP(SUFFIX, TARGET)                                         \
+  TARGET void philoxWords##SUFFIX(uint64_t seed, uint64_t stream,              \
+                                  uint64_t first, int64_t count,               \
+                                  uint32_t *words) {                           \
+    uint32_t c0[kTileBlocks], c1[kTileBlocks], c2[kTileBlocks],                \
+        c3[kTileBlocks];                                                       \
+    for (int64_t b = 0; b < count; ++b) {                                      \
+      c0[b] = uint32_t(first + b);                                             \
+      c1[b] = uint32_t((first + b) >> 32);                                     \
+      c2[b] = uint32_t(stream);                                                \
+      c3[b] = uint32_t(stream >> 32);                                          \
+    }                                                                          \
+    uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);                   \
+    for (int round = 0; round < 10; ++round) {                                 \
+      if (round) {                                                             \
+        k0 += 0x9E3779B9u;                                                     \
+        k1 += 0xBB67AE85u;                                                     \
+      }                                                                        \
+      for (int64_t b = 0; b < count; ++b) {                                    \
+        uint64_t p0 = uint64_t(0xD2511F53u) * c0[b];                           \
+        uint64_t p1 = uint64_t(0xCD9E8D57u) * c2[b];                           \
+        uint32_t n0 = uint32_t(p1 >> 32) ^ c1[b] ^ k0;                         \
+        uint32_t n2 = uint32_t(p0 >> 32) ^ c3[b] ^ k1;                         \
+        c0[b] = n0;                                                            \
+        c1[b] = uint32_t(p1);                                                  \
+        c2[b] = n2;                                                            \
+        c3[b] = uint32_t(p0);                                                  \
+      }                                                                        \
+    }                                                                          \
+    for (int64_t b = 0; b < count; ++b) {                                      \
+      words[4 * b] = c0[b];                                                    \
+      words[4 * b + 1] = c1[b];                                                \
+      words[4 * b + 2] = c2[b];                                                \
+      words[4 * b + 3] = c3[b];                                                \
+    }                                                                          \
+  }
+#define MP_EXP_LOOP(SUFFIX, TARGET)                                            \
+  TARGET void expShifted##SUFFIX(const float *x, float shift, float *e,        \
+                                 int64_t n) {                                  \
+    for (int64_t k = 0; k < n; ++k)                                            \
+      e[k] = expF(x[k] - shift);                                               \
+  }
+MP_EXP_LOOP(Avx512, __attribute__((target("avx512f,avx512dq"))))
+MP_EXP_LOOP(Avx2, __attribute__((target("avx2"))))
+MP_EXP_LOOP(Base, )
+#undef MP_EXP_LOOP
+
+MP_PHILOX_LOOP(Avx512, __attribute__((target("avx512f,avx512dq"))))
+MP_PHILOX_LOOP(Avx2, __attribute__((target("avx2"))))
+MP_PHILOX_LOOP(Base, )
+#undef MP_PHILOX_LOOP
+
+} // namespace
+
+void mp::rt::expShifted(const float *x, float shift, float *e, int64_t n) {
+  const CpuFeatures &cpu = cpuFeatures();
+  if (cpu.avx512)
+    return expShiftedAvx512(x, shift, e, n);
+  if (cpu.avx2)
+    return expShiftedAvx2(x, shift, e, n);
+  expShiftedBase(x, shift, e, n);
+}
+
+namespace {
+
+void philoxWords(uint64_t seed, uint64_t stream, uint64_t first,
+                 int64_t count, uint32_t *words) {
+  const CpuFeatures &cpu = cpuFeatures();
+  if (cpu.avx512)
+    return philoxWordsAvx512(seed, stream, first, count, words);
+  if (cpu.avx2)
+    return philoxWordsAvx2(seed, stream, first, count, words);
+  philoxWordsBase(seed, stream, first, count, words);
+}
+
 /// The loop of kind K for this CPU.
 template <mpUnaryKind K> void unaryLoop(float *x, int64_t n) {
   const CpuFeatures &cpu = cpuFeatures();
@@ -292,11 +372,12 @@ void binaryTile(mpBinaryKind kind, float *a, const float *b, int64_t n) {
 bool fastBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
                 mpTensor *out, const int64_t *ls, const int64_t *rs,
                 mpElementType compute) {
-  Operand l, r;
   if (!tileTypes(
-          {lhs->elementType, rhs->elementType, out->elementType, compute}) ||
-      !l.init(lhs, *out, ls) || !r.init(rhs, *out, rs))
+          {lhs->elementType, rhs->elementType, out->elementType, compute}))
     return false;
+  Operand l, r;
+  l.init(lhs, *out, ls);
+  r.init(rhs, *out, rs);
   forEachTile(mpNumElements(out), kCheapTiles, [&](int64_t i, int64_t n) {
     float a[kTile], b[kTile];
     l.load(i, n, a);
@@ -478,6 +559,33 @@ extern "C" mpStatus mpSelect(const mpTensor *cond, const mpTensor *onTrue,
   return MP_OK;
 }
 
+namespace {
+
+/// Dropout over tiles, across threads: the tile's mask words by the
+/// vectorised Philox, then the reference loop's expression per element.
+bool fastDropout(const mpTensor *in, mpTensor *out, uint64_t seed,
+                 uint64_t stream, uint32_t threshold, float scale,
+                 mpElementType compute) {
+  if (!tileTypes({in->elementType, out->elementType, compute}))
+    return false;
+  forEachTile(mpNumElements(in), kCostlyTiles, [&](int64_t i, int64_t n) {
+    float x[kTile];
+    uint32_t words[kTile];
+    philoxWords(seed, stream, uint64_t(i / 4), (n + 3) / 4, words);
+    loadF32(in->data, in->elementType, i, n, x);
+    if (roundsFrom(compute, in->elementType))
+      roundF32(x, n, compute);
+    for (int64_t k = 0; k < n; ++k)
+      x[k] = mpDropoutKeeps(words[k], threshold) ? x[k] * scale : 0.0f;
+    if (roundsFrom(compute, out->elementType))
+      roundF32(x, n, compute);
+    storeF32(x, n, out->data, out->elementType, i);
+  });
+  return true;
+}
+
+} // namespace
+
 extern "C" mpStatus mpDropout(const mpTensor *in, const mpTensor *seed,
                               mpTensor *out, float rate, int64_t stream,
                               mpElementType compute) {
@@ -488,6 +596,8 @@ extern "C" mpStatus mpDropout(const mpTensor *in, const mpTensor *seed,
   uint32_t threshold = mpDropoutThreshold(rate);
   float scale = 1.0f / (1.0f - rate);
   int64_t n = mpNumElements(in);
+  if (fastDropout(in, out, s, uint64_t(stream), threshold, scale, compute))
+    return MP_OK;
   for (int64_t block = 0; block * 4 < n; ++block) {
     mpPhilox4x32 words = mpDropoutBlock(s, uint64_t(stream), uint64_t(block));
     for (int64_t i = block * 4, e = std::min(n, i + 4); i < e; ++i) {

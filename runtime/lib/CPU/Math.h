@@ -66,10 +66,14 @@ inline float withSignOf(float x, float s) {
 
 /// e^x.
 inline float expF(float x) {
-  // Past these, e^x is infinite or rounds to zero; NaN compares false and
-  // passes through.
+  // Past 88.8, e^x is infinite; below -104 it rounds to zero, which is
+  // selected at the end while the lane computes e^0: computing it would
+  // make a subnormal product, and each such multiply costs a microcode
+  // assist (a softmax row with a causal mask has half its entries there).
+  // NaN compares false and passes through.
+  bool zero = x < -104.0f;
   x = selectF(x > 88.8f, 88.8f, x);
-  x = selectF(x < -104.0f, -104.0f, x);
+  x = selectF(zero, 0.0f, x);
   // n = round(x / ln 2), read from the low bits of a float with 2^23 in
   // its exponent: integer arithmetic only, whatever x is.
   const float shifter = 12582912.0f; // 1.5 * 2^23
@@ -91,7 +95,7 @@ inline float expF(float x) {
   uint32_t half = uint32_t(int32_t(n) >> 1);
   float s1 = floatOf((half + 127u) << 23);
   float s2 = floatOf((n - half + 127u) << 23);
-  return p * s1 * s2;
+  return selectF(zero, 0.0f, p * s1 * s2);
 }
 
 /// erf(z) / z for |z| <= 1: its Maclaurin series, 2/sqrt(pi) times
@@ -185,6 +189,10 @@ inline float tanhF(float x) {
   float large = withSignOf(1.0f - 2.0f / (expF(2.0f * a) + 1.0f), x);
   return selectF(a < 0.5f, small, large);
 }
+
+/// e[k] = expF(x[k] - shift) for k < n, compiled for the CPU's vector
+/// instructions (Elementwise.cpp).
+void expShifted(const float *x, float shift, float *e, int64_t n);
 
 /// The kernels' functions by compute type: these for float, libm's for
 /// double.

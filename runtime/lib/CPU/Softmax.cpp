@@ -40,8 +40,7 @@ static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
         mx = std::max(mx, x[k]);
       // The exponentials in a vectorised loop, then their sum in order.
       float *e = scratchRow(1, len);
-      for (int64_t k = 0; k < len; ++k)
-        e[k] = expF(x[k] - mx);
+      expShifted(x, mx, e, len);
       float sum = 0;
       for (int64_t k = 0; k < len; ++k)
         sum = sum + e[k];
@@ -329,6 +328,83 @@ static bool validLogits(const mpTensor *logits, const mpTensor *labels) {
   return true;
 }
 
+/// f32 compute: rows across threads. Each row's exponentials come from a
+/// vectorised loop and are summed in order, as rowStats sums them; the
+/// loss's terms are kept per row and added in row order afterwards.
+static void fastRowStats(const float *x, int64_t classes, float *e, float &mx,
+                         float &sum) {
+  mx = -INFINITY;
+  for (int64_t c = 0; c < classes; ++c)
+    mx = std::max(mx, x[c]);
+  expShifted(x, mx, e, classes);
+  sum = 0;
+  for (int64_t c = 0; c < classes; ++c)
+    sum = sum + e[c];
+}
+
+static bool fastSoftmaxCrossEntropy(const mpTensor *logits,
+                                    const mpTensor *labels, mpTensor *loss,
+                                    int64_t counted, mpElementType compute) {
+  if (!f32FastPath(compute, {logits, loss}))
+    return false;
+  int64_t classes = logits->shape[logits->rank - 1];
+  int64_t rows = mpNumElements(labels);
+  std::vector<float> terms(rows);
+  parallelFor(rows, rowGrain(classes), [&](int64_t begin, int64_t end) {
+    float *x = scratchRow(0, classes), *e = scratchRow(1, classes);
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t y = label(labels, r);
+      if (y < 0 || y >= classes)
+        continue;
+      loadF32(logits->data, logits->elementType, r * classes, classes, x);
+      float mx, sum;
+      fastRowStats(x, classes, e, mx, sum);
+      terms[r] = std::log(sum) - (x[y] - mx);
+    }
+  });
+  float total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t y = label(labels, r);
+    if (y >= 0 && y < classes)
+      total = total + terms[r];
+  }
+  float result = counted ? total / float(counted) : 0.0f;
+  storeF32(&result, 1, loss->data, loss->elementType, 0);
+  return true;
+}
+
+static bool fastSoftmaxCrossEntropyGrad(const mpTensor *dloss,
+                                        const mpTensor *logits,
+                                        const mpTensor *labels,
+                                        mpTensor *dlogits, int64_t counted,
+                                        mpElementType compute) {
+  if (!f32FastPath(compute, {dloss, logits, dlogits}))
+    return false;
+  int64_t classes = logits->shape[logits->rank - 1];
+  int64_t rows = mpNumElements(labels);
+  float d;
+  loadF32(dloss->data, dloss->elementType, 0, 1, &d);
+  float scale = counted ? d / float(counted) : 0.0f;
+  parallelFor(rows, rowGrain(classes), [&](int64_t begin, int64_t end) {
+    float *x = scratchRow(0, classes), *e = scratchRow(1, classes);
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t y = label(labels, r);
+      if (y < 0 || y >= classes) {
+        std::fill(x, x + classes, 0.0f);
+      } else {
+        loadF32(logits->data, logits->elementType, r * classes, classes, x);
+        float mx, sum;
+        fastRowStats(x, classes, e, mx, sum);
+        for (int64_t c = 0; c < classes; ++c)
+          x[c] = scale * (e[c] / sum);
+        x[y] = scale * (e[y] / sum - 1.0f);
+      }
+      storeF32(x, classes, dlogits->data, dlogits->elementType, r * classes);
+    }
+  });
+  return true;
+}
+
 extern "C" mpStatus mpSoftmaxCrossEntropy(const mpTensor *logits,
                                           const mpTensor *labels,
                                           mpTensor *loss,
@@ -339,6 +415,8 @@ extern "C" mpStatus mpSoftmaxCrossEntropy(const mpTensor *logits,
   int64_t classes = logits->shape[logits->rank - 1];
   int64_t rows = mpNumElements(labels);
   int64_t counted = labelledRows(labels, classes);
+  if (fastSoftmaxCrossEntropy(logits, labels, loss, counted, compute))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     T total = 0;
@@ -368,6 +446,9 @@ extern "C" mpStatus mpSoftmaxCrossEntropyGrad(const mpTensor *dloss,
   int64_t classes = logits->shape[logits->rank - 1];
   int64_t rows = mpNumElements(labels);
   int64_t counted = labelledRows(labels, classes);
+  if (fastSoftmaxCrossEntropyGrad(dloss, logits, labels, dlogits, counted,
+                                  compute))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     T scale = counted ? a.div(a.in(dloss, 0), T(counted)) : T(0);

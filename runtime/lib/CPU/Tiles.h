@@ -35,15 +35,28 @@ void forEachTile(int64_t n, int64_t tilesPerThread, Body &&body) {
 }
 
 /// A tensor read through broadcast strides as output element i ->
-/// element (i / inner) % period.
+/// element (i / inner) % period, or, for any other broadcast (`general`),
+/// through its strides per output dimension, a run of the innermost
+/// dimension at a time.
 struct Operand {
   const mpTensor *t = nullptr;
   int64_t inner = 1, period = 1;
+  bool general = false;
+  const mpTensor *out = nullptr;
+  int64_t strides[MP_MAX_RANK] = {};
 
-  /// Fits `strides` (per output dimension, 0 where `t` broadcasts) to that
-  /// form; false for other broadcasts.
-  bool init(const mpTensor *tensor, const mpTensor &out,
-            const int64_t *strides) {
+  /// Fits `strides` (per output dimension, 0 where `t` broadcasts) to the
+  /// (i / inner) % period form, else takes the general one.
+  void init(const mpTensor *tensor, const mpTensor &result,
+            const int64_t *steps) {
+    general = !fit(tensor, result, steps);
+    out = &result;
+    for (int32_t d = 0; d < result.rank; ++d)
+      strides[d] = steps[d];
+  }
+
+  bool fit(const mpTensor *tensor, const mpTensor &out,
+           const int64_t *strides) {
     t = tensor;
     int32_t d = out.rank - 1;
     inner = 1;
@@ -59,6 +72,8 @@ struct Operand {
 
   /// Output elements [i, i + n) into `x` as f32.
   void load(int64_t i, int64_t n, float *x) const {
+    if (general)
+      return loadRuns(i, n, x);
     if (inner == 1 && period >= n && i % period + n <= period) {
       loadF32(t->data, t->elementType, i % period, n, x);
       return;
@@ -81,6 +96,36 @@ struct Operand {
         run = n - j;
       for (int64_t k = 0; k < run; ++k)
         x[j + k] = v;
+      j += run;
+    }
+  }
+
+  /// The general form: per run of the output's last dimension, the
+  /// operand's offset from the leading coordinates, then a contiguous
+  /// load, a repeated value, or a strided one.
+  void loadRuns(int64_t i, int64_t n, float *x) const {
+    int32_t last = out->rank - 1;
+    int64_t len = last >= 0 ? out->shape[last] : 1;
+    int64_t step = last >= 0 ? strides[last] : 0;
+    for (int64_t j = 0; j < n;) {
+      int64_t row = (i + j) / len, col = (i + j) % len;
+      int64_t at = 0, rest = row;
+      for (int32_t d = last - 1; d >= 0; --d) {
+        at += (rest % out->shape[d]) * strides[d];
+        rest /= out->shape[d];
+      }
+      int64_t run = std::min(len - col, n - j);
+      if (step == 1) {
+        loadF32(t->data, t->elementType, at + col, run, x + j);
+      } else if (step == 0) {
+        float v;
+        loadF32(t->data, t->elementType, at, 1, &v);
+        for (int64_t k = 0; k < run; ++k)
+          x[j + k] = v;
+      } else {
+        for (int64_t k = 0; k < run; ++k)
+          loadF32(t->data, t->elementType, at + (col + k) * step, 1, x + j + k);
+      }
       j += run;
     }
   }
