@@ -3,7 +3,8 @@
 // Byte copies with index arithmetic: these ops move elements of any type
 // unchanged. gather_grad is the exception: it accumulates, in the compute
 // type. Transposes and broadcasts, with the fast kernels on, copy whole
-// output rows with a typed strided loop, rows split across threads.
+// output rows with a typed strided loop, rows split across threads; a
+// transpose of the last two dimensions goes by 32 x 32 blocks instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,6 +132,62 @@ bool fastStridedCopy(const mpTensor *in, mpTensor *out, const int64_t *from) {
                          /*scatter=*/false);
 }
 
+/// Transposes each of `batch` row-major [rows, cols] matrices of element
+/// type E into [cols, rows], in 32 x 32 blocks so that both the reads and
+/// the writes stay within a few cache lines (a row-at-a-time gather reads
+/// one element per line); blocks of rows are split across threads.
+template <typename E>
+void transposeBlocks(const void *in, void *out, int64_t batch, int64_t rows,
+                     int64_t cols) {
+  constexpr int64_t kBlock = 32;
+  const E *src = static_cast<const E *>(in);
+  E *dst = static_cast<E *>(out);
+  int64_t rowBlocks = (rows + kBlock - 1) / kBlock;
+  parallelFor(batch * rowBlocks,
+              std::max<int64_t>(1, 8 * kTile / (kBlock * (cols + 1))),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t t = begin; t < end; ++t) {
+                  int64_t b = t / rowBlocks;
+                  int64_t r0 = (t % rowBlocks) * kBlock;
+                  int64_t r1 = std::min(rows, r0 + kBlock);
+                  const E *from = src + b * rows * cols;
+                  E *to = dst + b * rows * cols;
+                  for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+                    int64_t c1 = std::min(cols, c0 + kBlock);
+                    for (int64_t r = r0; r < r1; ++r)
+                      for (int64_t c = c0; c < c1; ++c)
+                        to[c * rows + r] = from[r * cols + c];
+                  }
+                }
+              });
+}
+
+/// The permutations that swap the last two dimensions and keep the others
+/// ([1, 0], [0, 2, 1], [0, 1, 3, 2], ...): a batch of matrix transposes.
+bool fastSwapLastTwo(const mpTensor *in, mpTensor *out,
+                     const int64_t *permutation) {
+  int32_t rank = in->rank;
+  size_t size = mpElementSize(in->elementType);
+  if (!libraryKernelsEnabled() || rank < 2 || in->data == out->data ||
+      permutation[rank - 1] != rank - 2 || permutation[rank - 2] != rank - 1 ||
+      (size != 2 && size != 4 && size != 8))
+    return false;
+  int64_t batch = 1;
+  for (int32_t d = 0; d < rank - 2; ++d) {
+    if (permutation[d] != d)
+      return false;
+    batch *= in->shape[d];
+  }
+  int64_t rows = in->shape[rank - 2], cols = in->shape[rank - 1];
+  if (size == 2)
+    transposeBlocks<uint16_t>(in->data, out->data, batch, rows, cols);
+  else if (size == 4)
+    transposeBlocks<uint32_t>(in->data, out->data, batch, rows, cols);
+  else
+    transposeBlocks<uint64_t>(in->data, out->data, batch, rows, cols);
+  return true;
+}
+
 /// Zeroes `t`, split across threads when it is large.
 void zeroFill(mpTensor *t) {
   size_t bytes = size_t(mpNumElements(t)) * mpElementSize(t->elementType);
@@ -207,6 +264,8 @@ extern "C" mpStatus mpTranspose(const mpTensor *in, mpTensor *out,
       return MP_ERROR_INVALID_ARGUMENT;
     seen[p] = true;
   }
+  if (fastSwapLastTwo(in, out, permutation))
+    return MP_OK;
   int64_t is[MP_MAX_RANK];
   strides(in, is);
   int64_t from[MP_MAX_RANK];
