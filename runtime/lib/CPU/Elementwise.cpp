@@ -158,6 +158,19 @@ template <typename F> void each2(float *a, const float *b, int64_t n, F f) {
     a[i] = f(a[i], b[i]);
 }
 
+// The instruction sets the loops below are also compiled for.
+#define MP_TARGET_AVX512 __attribute__((target("avx512f,avx512dq")))
+#define MP_TARGET_AVX2 __attribute__((target("avx2")))
+
+/// Calls the variant of a loop compiled for the vector instructions this
+/// CPU offers (less what MP_CPU_ISA leaves out): `avx512`, `avx2` or
+/// `base`, all functions of one type.
+template <typename Fn, typename... Args>
+void byIsa(Fn avx512, Fn avx2, Fn base, Args... args) {
+  const CpuFeatures &cpu = cpuFeatures();
+  (cpu.avx512 ? avx512 : cpu.avx2 ? avx2 : base)(args...);
+}
+
 /// One loop per kind, each over `unary` with the kind a constant, so the
 /// switch folds away and the loop (Math.h's functions included) vectorises
 /// to the same bits as the reference loop's calls. Each loop is its own
@@ -175,8 +188,8 @@ template <typename F> void each2(float *a, const float *b, int64_t n, F f) {
     for (int64_t i = 0; i < n; ++i)                                            \
       g[i] = activationGrad(K, g[i], s[i]);                                    \
   }
-MP_ELEMENT_LOOPS(Avx512, __attribute__((target("avx512f,avx512dq"))))
-MP_ELEMENT_LOOPS(Avx2, __attribute__((target("avx2"))))
+MP_ELEMENT_LOOPS(Avx512, MP_TARGET_AVX512)
+MP_ELEMENT_LOOPS(Avx2, MP_TARGET_AVX2)
 MP_ELEMENT_LOOPS(Base, )
 #undef MP_ELEMENT_LOOPS
 
@@ -222,63 +235,45 @@ constexpr int64_t kTileBlocks = kTile / 4;
       words[4 * b + 3] = c3[b];                                                \
     }                                                                          \
   }
+MP_PHILOX_LOOP(Avx512, MP_TARGET_AVX512)
+MP_PHILOX_LOOP(Avx2, MP_TARGET_AVX2)
+MP_PHILOX_LOOP(Base, )
+#undef MP_PHILOX_LOOP
+
+/// e[k] = expF(x[k] - shift): the exponentials of a softmax row.
 #define MP_EXP_LOOP(SUFFIX, TARGET)                                            \
   TARGET void expShifted##SUFFIX(const float *x, float shift, float *e,        \
                                  int64_t n) {                                  \
     for (int64_t k = 0; k < n; ++k)                                            \
       e[k] = expF(x[k] - shift);                                               \
   }
-MP_EXP_LOOP(Avx512, __attribute__((target("avx512f,avx512dq"))))
-MP_EXP_LOOP(Avx2, __attribute__((target("avx2"))))
+MP_EXP_LOOP(Avx512, MP_TARGET_AVX512)
+MP_EXP_LOOP(Avx2, MP_TARGET_AVX2)
 MP_EXP_LOOP(Base, )
 #undef MP_EXP_LOOP
-
-MP_PHILOX_LOOP(Avx512, __attribute__((target("avx512f,avx512dq"))))
-MP_PHILOX_LOOP(Avx2, __attribute__((target("avx2"))))
-MP_PHILOX_LOOP(Base, )
-#undef MP_PHILOX_LOOP
 
 } // namespace
 
 void mp::rt::expShifted(const float *x, float shift, float *e, int64_t n) {
-  const CpuFeatures &cpu = cpuFeatures();
-  if (cpu.avx512)
-    return expShiftedAvx512(x, shift, e, n);
-  if (cpu.avx2)
-    return expShiftedAvx2(x, shift, e, n);
-  expShiftedBase(x, shift, e, n);
+  byIsa(expShiftedAvx512, expShiftedAvx2, expShiftedBase, x, shift, e, n);
 }
 
 namespace {
 
 void philoxWords(uint64_t seed, uint64_t stream, uint64_t first,
                  int64_t count, uint32_t *words) {
-  const CpuFeatures &cpu = cpuFeatures();
-  if (cpu.avx512)
-    return philoxWordsAvx512(seed, stream, first, count, words);
-  if (cpu.avx2)
-    return philoxWordsAvx2(seed, stream, first, count, words);
-  philoxWordsBase(seed, stream, first, count, words);
+  byIsa(philoxWordsAvx512, philoxWordsAvx2, philoxWordsBase, seed, stream,
+        first, count, words);
 }
 
 /// The loop of kind K for this CPU.
 template <mpUnaryKind K> void unaryLoop(float *x, int64_t n) {
-  const CpuFeatures &cpu = cpuFeatures();
-  if (cpu.avx512)
-    return unaryLoopAvx512<K>(x, n);
-  if (cpu.avx2)
-    return unaryLoopAvx2<K>(x, n);
-  unaryLoopBase<K>(x, n);
+  byIsa(unaryLoopAvx512<K>, unaryLoopAvx2<K>, unaryLoopBase<K>, x, n);
 }
 
 template <mpActivationGradKind K>
 void gradLoop(float *g, const float *s, int64_t n) {
-  const CpuFeatures &cpu = cpuFeatures();
-  if (cpu.avx512)
-    return gradLoopAvx512<K>(g, s, n);
-  if (cpu.avx2)
-    return gradLoopAvx2<K>(g, s, n);
-  gradLoopBase<K>(g, s, n);
+  byIsa(gradLoopAvx512<K>, gradLoopAvx2<K>, gradLoopBase<K>, g, s, n);
 }
 
 void unaryTile(mpUnaryKind kind, float *x, int64_t n) {
