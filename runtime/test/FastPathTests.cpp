@@ -18,12 +18,15 @@
 //   storage and compute type among f32/f16/bf16, at sizes from 1 to past the
 //   threading threshold; binary ops under each broadcast form the fast path
 //   takes (whole, bias row, per-row value, scalar, both) and general ones,
-//   which it reads a run of the last dimension at a time.
+//   which it reads a run of the last dimension at a time; in place; and a
+//   dense sweep of [-110, 90] through every unary op and gradient.
 // * reductions (sum, mean, max) over leading, trailing, middle and all axes.
 // * batch norm (training, inference, gradient) in NCHW and NHWC.
 // * softmax and log-softmax and their gradients, softmax cross-entropy and
-//   its gradient, layer norm and its gradient, transposes, broadcasts,
-//   slices and slice gradients of 2, 4 and 8-byte elements.
+//   its gradient (masked rows, large logits, i32 and out-of-range labels),
+//   layer norm and its gradient, transposes, broadcasts, slices and slice
+//   gradients of 2, 4 and 8-byte elements (empty ones too), and copies
+//   (overlapping ones too).
 // * sgd and adam updates and unscale_grads with f16 gradients.
 // * the vectorisable f32 exp, erf, tanh and normal CDF (Math.h) the
 //   elementwise kernels evaluate, against libm in double: every 4099th f32
@@ -319,6 +322,55 @@ void testElementwise(std::mt19937_64 &rng) {
         }
   check(dropoutOk, "dropout, every type, size and rate " + why);
 
+  // In place (the output is the input), as a buffer plan that reuses a dead
+  // operand's buffer produces.
+  bool inPlaceOk = true;
+  for (int64_t n : {int64_t(1000), int64_t(70001)})
+    for (mpElementType t : kTypes) {
+      Buffer x(t, {n});
+      fill(x, rng);
+      for (int k : {int(MP_NEG), int(MP_EXP), int(MP_GELU), int(MP_TANH)})
+        inPlaceOk &= sameBits({&x}, [&] {
+          mpTensor X = x.tensor();
+          return mpUnary(mpUnaryKind(k), &X, &X, MP_F32);
+        }, why);
+      int64_t seedValue = int64_t(rng());
+      mpTensor S{};
+      S.data = &seedValue;
+      S.elementType = MP_I64;
+      inPlaceOk &= sameBits({&x}, [&] {
+        mpTensor X = x.tensor();
+        return mpDropout(&X, &S, &X, 0.25f, 7, MP_F32);
+      }, why);
+    }
+  check(inPlaceOk, "unary ops and dropout in place " + why);
+
+  // A dense sweep of [-110, 90] in steps of 2^-6 through every unary op and
+  // activation gradient in f32: expF's subnormal band and its cut to zero
+  // below -104, the switch points of erf (|z| = 1/2, 1), tanh (1/4) and
+  // the overflow of exp, each element in a vector lane and in a loop tail.
+  {
+    int64_t n = 200 * 64 + 1;
+    Buffer x(MP_F32, {n}), dy(MP_F32, {n}), y(MP_F32, {n});
+    for (int64_t i = 0; i < n; ++i)
+      x.set(i, -110.0f + float(i) / 64.0f);
+    fill(dy, rng, /*specials=*/false);
+    mpTensor X = x.tensor(), DY = dy.tensor();
+    bool sweepOk = true;
+    for (int k = MP_NEG; k <= MP_COS; ++k)
+      sweepOk &= sameBits({&y}, [&] {
+        mpTensor Y = y.tensor();
+        return mpUnary(mpUnaryKind(k), &X, &Y, MP_F32);
+      }, why);
+    for (int k = MP_RELU_GRAD; k <= MP_SIGMOID_GRAD; ++k)
+      sweepOk &= sameBits({&y}, [&] {
+        mpTensor Y = y.tensor();
+        return mpActivationGrad(mpActivationGradKind(k), &DY, &X, &Y, MP_F32);
+      }, why);
+    check(sweepOk, "unary ops and activation gradients on [-110, 90] by "
+                   "2^-6 " + why);
+  }
+
   // Broadcast forms: whole, bias row, per-row value, scalar, (i / inner) %
   // period, and general ones the fast path reads run by run.
   struct Form {
@@ -409,6 +461,42 @@ void testRows(std::mt19937_64 &rng) {
   check(ok, "softmax, log-softmax and their gradients over the last axis " +
                 why);
 
+  // Rows as attention masks and large logits make them: a causal mask's
+  // -inf entries, a fully masked row (NaN both ways), logits of +-1e30 and
+  // around exp's overflow at 88.7.
+  ok = true;
+  for (mpElementType t : kTypes)
+    for (int log = 0; log <= 1; ++log) {
+      int64_t rows = 67, cols = 67;
+      Buffer x(t, {rows, cols}), y(t, {rows, cols}), dy(t, {rows, cols}),
+          dx(t, {rows, cols});
+      fill(x, rng, false);
+      fill(dy, rng, false);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          if (r < 40 && c > r)
+            x.set(r * cols + c, -INFINITY);
+          if (r == 40)
+            x.set(r * cols + c, -INFINITY);
+          if (r > 40 && c % 5 == 0)
+            x.set(r * cols + c, r % 2 ? 1e30f : -1e30f);
+          if (r > 50 && c % 7 == 1)
+            x.set(r * cols + c, 88.0f + float(c % 3));
+        }
+      mpTensor X = x.tensor(), DY = dy.tensor();
+      ok &= sameBits({&y}, [&] {
+        mpTensor Y = y.tensor();
+        return mpSoftmax(&X, &Y, 1, log, MP_F32);
+      }, why);
+      mpTensor Y = y.tensor();
+      ok &= sameBits({&dx}, [&] {
+        mpTensor DX = dx.tensor();
+        return mpSoftmaxGrad(&DY, &Y, &DX, 1, log, MP_F32);
+      }, why);
+    }
+  check(ok, "softmax on masked rows, a fully masked row and large logits " +
+                why);
+
   // Softmax cross-entropy and its gradient, with ignored labels (-100).
   ok = true;
   for (int64_t rows : {int64_t(1), int64_t(37), int64_t(1024)})
@@ -436,6 +524,39 @@ void testRows(std::mt19937_64 &rng) {
         }, why);
       }
   check(ok, "softmax cross-entropy and its gradient " + why);
+
+  // i32 labels; labels past the classes and negative ones (ignored); every
+  // label ignored (the mean over no rows is 0); -inf and large logits.
+  ok = true;
+  for (int all = 0; all <= 1; ++all)
+    for (mpElementType t : kTypes) {
+      int64_t rows = 300, classes = 50;
+      Buffer logits(t, {rows, classes}), dlogits(t, {rows, classes});
+      Buffer loss(MP_F32, {}), dloss(MP_F32, {});
+      fill(logits, rng, /*specials=*/false);
+      for (int64_t i = 0; i < rows * classes; i += 13)
+        logits.set(i, i % 2 ? -INFINITY : 1e30f);
+      dloss.set(0, 0.75f);
+      std::vector<int32_t> ids(rows);
+      for (int32_t &id : ids)
+        id = all ? int32_t(classes + rng() % 3)
+                 : int32_t(rng() % (classes + 10)) - 5;
+      mpTensor L = logits.tensor(), D = dloss.tensor(), Y{};
+      Y.data = ids.data();
+      Y.elementType = MP_I32;
+      Y.rank = 1;
+      Y.shape[0] = rows;
+      ok &= sameBits({&loss}, [&] {
+        mpTensor O = loss.tensor();
+        return mpSoftmaxCrossEntropy(&L, &Y, &O, MP_F32);
+      }, why);
+      ok &= sameBits({&dlogits}, [&] {
+        mpTensor DL = dlogits.tensor();
+        return mpSoftmaxCrossEntropyGrad(&D, &L, &Y, &DL, MP_F32);
+      }, why);
+    }
+  check(ok, "softmax cross-entropy with i32 labels, labels out of range, "
+            "every label ignored " + why);
 
   ok = true;
   for (std::vector<int64_t> shape :
@@ -470,9 +591,13 @@ void testRows(std::mt19937_64 &rng) {
   } perms[] = {{{300, 257}, {1, 0}},
                {{8, 256, 8, 64}, {0, 2, 1, 3}},
                {{8, 8, 256, 64}, {0, 1, 3, 2}},
-               {{5, 6, 7}, {2, 0, 1}}};
+               {{5, 6, 7}, {2, 0, 1}},
+               {{1, 300}, {1, 0}},
+               {{3, 1, 40}, {0, 2, 1}},
+               {{4, 0, 9}, {0, 2, 1}},
+               {{0, 5}, {1, 0}}};
   for (const Perm &p : perms)
-    for (mpElementType t : {MP_F16, MP_F32, MP_F64}) {
+    for (mpElementType t : {MP_F16, MP_BF16, MP_F32, MP_F64}) {
       std::vector<int64_t> outShape;
       for (int64_t d : p.perm)
         outShape.push_back(p.shape[d]);
@@ -484,7 +609,8 @@ void testRows(std::mt19937_64 &rng) {
         return mpTranspose(&I, &O, p.perm.data());
       }, why);
     }
-  check(ok, "transposes of 2, 4 and 8-byte elements " + why);
+  check(ok, "transposes of 2, 4 and 8-byte elements, with dimensions of "
+            "size 0 and 1 " + why);
 
   ok = true;
   struct Broadcast {
@@ -517,9 +643,12 @@ void testRows(std::mt19937_64 &rng) {
                 {{8, 65, 256}, {8, 1, 256}, {0, 0, 0}, {1, 1, 1}},
                 {{6, 9, 40}, {3, 4, 13}, {1, 0, 2}, {2, 2, 3}},
                 {{4, 300}, {2, 100}, {1, 5}, {2, 1}},
-                {{7}, {1}, {6}, {1}}};
+                {{7}, {1}, {6}, {1}},
+                {{6, 40}, {0, 40}, {7, 0}, {1, 1}},
+                {{6, 40}, {6, 0}, {0, 3}, {1, 1}},
+                {{6, 40}, {1, 20}, {5, 1}, {INT64_MAX, 2}}};
   for (const Slice &c : slices)
-    for (mpElementType t : {MP_F16, MP_F32, MP_F64}) {
+    for (mpElementType t : {MP_F16, MP_BF16, MP_F32, MP_F64}) {
       Buffer in(t, c.in), out(t, c.out), dx(t, c.in);
       fill(in, rng);
       fill(out, rng);
@@ -535,7 +664,8 @@ void testRows(std::mt19937_64 &rng) {
         return mpSliceGrad(&DY, &DX, c.offsets.data(), c.strides.data());
       }, why);
     }
-  check(ok, "slices and slice gradients, with and without strides " + why);
+  check(ok, "slices and slice gradients, with and without strides, empty "
+            "ones and a size-1 dimension's unbounded stride " + why);
 
   // Copies (reshapes), in chunks across threads when large.
   ok = true;
@@ -550,6 +680,31 @@ void testRows(std::mt19937_64 &rng) {
     ok &= out.bytes == in.bytes;
   }
   check(ok, "copies " + why);
+
+  // Copies between overlapping parts of one buffer move like memmove.
+  ok = true;
+  for (int64_t shift : {int64_t(-3), int64_t(5), int64_t(-262147)}) {
+    int64_t n = 700001, span = n + (shift < 0 ? -shift : shift);
+    Buffer buf(MP_F32, {span});
+    fill(buf, rng);
+    std::vector<unsigned char> expect = buf.bytes;
+    int64_t from = shift < 0 ? -shift : 0, to = shift < 0 ? 0 : shift;
+    std::memmove(&expect[to * 4], &buf.bytes[from * 4], size_t(n) * 4);
+    auto part = [&](int64_t at) {
+      mpTensor t{};
+      t.data = buf.bytes.data() + at * 4;
+      t.elementType = MP_F32;
+      t.rank = 1;
+      t.shape[0] = n;
+      return t;
+    };
+    ok &= sameBits({&buf}, [&] {
+      mpTensor I = part(from), O = part(to);
+      return mpCopy(&I, &O);
+    }, why);
+    ok &= buf.bytes == expect;
+  }
+  check(ok, "copies between overlapping parts of a buffer " + why);
 }
 
 //===----------------------------------------------------------------------===//

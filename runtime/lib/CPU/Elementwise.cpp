@@ -7,7 +7,7 @@
 // strides (0 on a broadcast dimension).
 //
 // Fast paths (Tiles.h) take the common case, f32/f16/bf16 storage and
-// compute with contiguous or simply broadcast operands: tiles converted with
+// compute, with operands under any broadcast: tiles converted with
 // vector instructions, the same scalar function per element, the same
 // roundings, so they give the reference loop's bits, on every thread.
 //

@@ -39,6 +39,30 @@ bool validIds(const mpTensor *ids) {
          mpNumElements(ids) >= 0;
 }
 
+/// Whether the bytes of `a` and `b` do not overlap. The fast kernels below
+/// run rows on several threads and need it; on overlapping buffers the
+/// element-by-element reference loops run, in their order.
+bool disjoint(const mpTensor *a, const mpTensor *b) {
+  auto lo = [](const mpTensor *t) { return reinterpret_cast<uintptr_t>(t->data); };
+  auto bytes = [](const mpTensor *t) {
+    return uintptr_t(mpNumElements(t)) * mpElementSize(t->elementType);
+  };
+  return lo(a) + bytes(a) <= lo(b) || lo(b) + bytes(b) <= lo(a);
+}
+
+/// Element k of a buffer, as the unsigned integer E of the element's size.
+/// The copies below move float (or any) storage unchanged; reading and
+/// writing it through memcpy keeps them clear of type-based aliasing, and
+/// the compiler turns each into one load or store.
+template <typename E> inline E loadBits(const void *p, int64_t k) {
+  E v;
+  std::memcpy(&v, static_cast<const char *>(p) + k * sizeof(E), sizeof(E));
+  return v;
+}
+template <typename E> inline void storeBits(void *p, int64_t k, E v) {
+  std::memcpy(static_cast<char *>(p) + k * sizeof(E), &v, sizeof(E));
+}
+
 /// Row-major strides of `t`, in elements.
 void strides(const mpTensor *t, int64_t *s) {
   int64_t acc = 1;
@@ -52,20 +76,16 @@ void strides(const mpTensor *t, int64_t *s) {
 /// repeats one) to consecutive `dst`.
 template <typename E>
 void gatherRow(const void *src, int64_t stride, int64_t n, void *dst) {
-  const E *s = static_cast<const E *>(src);
-  E *d = static_cast<E *>(dst);
   for (int64_t k = 0; k < n; ++k)
-    d[k] = s[k * stride];
+    storeBits<E>(dst, k, loadBits<E>(src, k * stride));
 }
 
 /// Copies `n` consecutive elements of type E from `src` to `dst`, every
 /// `stride` elements.
 template <typename E>
 void scatterRow(const void *src, int64_t n, void *dst, int64_t stride) {
-  const E *s = static_cast<const E *>(src);
-  E *d = static_cast<E *>(dst);
   for (int64_t k = 0; k < n; ++k)
-    d[k * stride] = s[k];
+    storeBits<E>(dst, k * stride, loadBits<E>(src, k));
 }
 
 /// Moves whole rows between a dense tensor `dense` and a strided view of
@@ -126,7 +146,7 @@ bool fastStridedRows(const mpTensor *dense, char *view, const int64_t *step,
 /// Copies `in` to `out` where output dimension d steps `from[d]` elements
 /// of `in` (0 where it broadcasts).
 bool fastStridedCopy(const mpTensor *in, mpTensor *out, const int64_t *from) {
-  if (in->data == out->data)
+  if (!disjoint(in, out))
     return false;
   return fastStridedRows(out, static_cast<char *>(in->data), from,
                          /*scatter=*/false);
@@ -140,8 +160,6 @@ template <typename E>
 void transposeBlocks(const void *in, void *out, int64_t batch, int64_t rows,
                      int64_t cols) {
   constexpr int64_t kBlock = 32;
-  const E *src = static_cast<const E *>(in);
-  E *dst = static_cast<E *>(out);
   int64_t rowBlocks = (rows + kBlock - 1) / kBlock;
   parallelFor(batch * rowBlocks,
               std::max<int64_t>(1, 8 * kTile / (kBlock * (cols + 1))),
@@ -150,13 +168,13 @@ void transposeBlocks(const void *in, void *out, int64_t batch, int64_t rows,
                   int64_t b = t / rowBlocks;
                   int64_t r0 = (t % rowBlocks) * kBlock;
                   int64_t r1 = std::min(rows, r0 + kBlock);
-                  const E *from = src + b * rows * cols;
-                  E *to = dst + b * rows * cols;
+                  int64_t at = b * rows * cols;
                   for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
                     int64_t c1 = std::min(cols, c0 + kBlock);
                     for (int64_t r = r0; r < r1; ++r)
                       for (int64_t c = c0; c < c1; ++c)
-                        to[c * rows + r] = from[r * cols + c];
+                        storeBits<E>(out, at + c * rows + r,
+                                     loadBits<E>(in, at + r * cols + c));
                   }
                 }
               });
@@ -168,7 +186,7 @@ bool fastSwapLastTwo(const mpTensor *in, mpTensor *out,
                      const int64_t *permutation) {
   int32_t rank = in->rank;
   size_t size = mpElementSize(in->elementType);
-  if (!libraryKernelsEnabled() || rank < 2 || in->data == out->data ||
+  if (!libraryKernelsEnabled() || rank < 2 || !disjoint(in, out) ||
       permutation[rank - 1] != rank - 2 || permutation[rank - 2] != rank - 1 ||
       (size != 2 && size != 4 && size != 8))
     return false;
@@ -186,6 +204,26 @@ bool fastSwapLastTwo(const mpTensor *in, mpTensor *out,
   else
     transposeBlocks<uint64_t>(in->data, out->data, batch, rows, cols);
   return true;
+}
+
+/// The strided view of `full` that a non-empty slice `part` reads (or its
+/// gradient writes): returns its first element's offset, in elements, and
+/// sets `step[d]`, the elements of `full` one step along dimension d of
+/// `part` moves. The callers' bounds checks keep every product in range:
+/// (shape - 1) * stride + offset < full's shape. A dimension of size 1
+/// steps 0, since its stride (which those checks leave unbounded) is never
+/// taken.
+int64_t sliceView(const mpTensor *full, const mpTensor *part,
+                  const int64_t *offsets, const int64_t *strides_,
+                  int64_t *step) {
+  int64_t fs[MP_MAX_RANK];
+  strides(full, fs);
+  int64_t base = 0;
+  for (int32_t d = 0; d < full->rank; ++d) {
+    base += offsets[d] * fs[d];
+    step[d] = part->shape[d] == 1 ? 0 : (strides_ ? strides_[d] : 1) * fs[d];
+  }
+  return base;
 }
 
 /// Zeroes `t`, split across threads when it is large.
@@ -297,9 +335,7 @@ extern "C" mpStatus mpCopy(const mpTensor *in, mpTensor *out) {
   const char *from = static_cast<const char *>(in->data);
   // Disjoint buffers (the usual case: a reshape into a buffer of its own)
   // are copied in chunks across threads; overlapping ones by one memmove.
-  auto t = reinterpret_cast<uintptr_t>(to);
-  auto f = reinterpret_cast<uintptr_t>(from);
-  if (libraryKernelsEnabled() && (t + bytes <= f || f + bytes <= t)) {
+  if (libraryKernelsEnabled() && disjoint(in, out)) {
     constexpr size_t kChunk = size_t(1) << 18;
     parallelFor(int64_t((bytes + kChunk - 1) / kChunk), 1,
                 [&](int64_t begin, int64_t end) {
@@ -392,15 +428,13 @@ extern "C" mpStatus mpSlice(const mpTensor *in, mpTensor *out,
       return MP_ERROR_INVALID_ARGUMENT;
   }
   size_t size = mpElementSize(in->elementType);
-  int64_t base = 0, step[MP_MAX_RANK];
-  for (int32_t d = 0; d < in->rank; ++d) {
-    base += offsets[d] * is[d];
-    step[d] = (strides_ ? strides_[d] : 1) * is[d];
+  if (mpNumElements(out) > 0 && disjoint(in, out)) {
+    int64_t step[MP_MAX_RANK];
+    int64_t base = sliceView(in, out, offsets, strides_, step);
+    if (fastStridedRows(out, static_cast<char *>(in->data) + base * size, step,
+                        /*scatter=*/false))
+      return MP_OK;
   }
-  if (in->data != out->data && mpNumElements(out) > 0 &&
-      fastStridedRows(out, static_cast<char *>(in->data) + base * size, step,
-                      /*scatter=*/false))
-    return MP_OK;
   for (int64_t i = 0, n = mpNumElements(out); i < n; ++i) {
     int64_t rest = i, src = 0;
     for (int32_t d = out->rank - 1; d >= 0; --d) {
@@ -430,13 +464,9 @@ extern "C" mpStatus mpSliceGrad(const mpTensor *dy, mpTensor *dx,
       return MP_ERROR_INVALID_ARGUMENT;
   }
   size_t size = mpElementSize(dx->elementType);
-  int64_t base = 0, step[MP_MAX_RANK];
-  for (int32_t d = 0; d < dx->rank; ++d) {
-    base += offsets[d] * xs[d];
-    step[d] = (strides_ ? strides_[d] : 1) * xs[d];
-  }
-  if (libraryKernelsEnabled() && dy->data != dx->data &&
-      mpNumElements(dy) > 0) {
+  if (libraryKernelsEnabled() && mpNumElements(dy) > 0 && disjoint(dy, dx)) {
+    int64_t step[MP_MAX_RANK];
+    int64_t base = sliceView(dx, dy, offsets, strides_, step);
     zeroFill(dx);
     if (fastStridedRows(dy, static_cast<char *>(dx->data) + base * size, step,
                         /*scatter=*/true))

@@ -4,8 +4,8 @@
 // in contiguous ranges. An Operand reads a tile of a tensor that broadcasts
 // to the output in one of the shapes element-wise steps produce: the whole
 // output, a repeated suffix (a bias row), a repeated prefix element (a
-// per-row statistic [N, 1]) or both (index (i / inner) % period). Other
-// broadcasts take the reference loop.
+// per-row statistic [N, 1]) or both (index (i / inner) % period); any
+// other broadcast is read a run of the output's last dimension at a time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +101,9 @@ struct Operand {
   }
 
   /// The general form: per run of the output's last dimension, the
-  /// operand's offset from the leading coordinates, then a contiguous
-  /// load, a repeated value, or a strided one.
+  /// operand's offset from the leading coordinates, then a contiguous load
+  /// or a repeated value. A contiguous operand's last stride is 1, or 0
+  /// where it broadcasts, so there is no other case.
   void loadRuns(int64_t i, int64_t n, float *x) const {
     int32_t last = out->rank - 1;
     int64_t len = last >= 0 ? out->shape[last] : 1;
@@ -115,16 +116,13 @@ struct Operand {
         rest /= out->shape[d];
       }
       int64_t run = std::min(len - col, n - j);
-      if (step == 1) {
+      if (step != 0) {
         loadF32(t->data, t->elementType, at + col, run, x + j);
-      } else if (step == 0) {
+      } else {
         float v;
         loadF32(t->data, t->elementType, at, 1, &v);
         for (int64_t k = 0; k < run; ++k)
           x[j + k] = v;
-      } else {
-        for (int64_t k = 0; k < run; ++k)
-          loadF32(t->data, t->elementType, at + (col + k) * step, 1, x + j + k);
       }
       j += run;
     }
