@@ -38,6 +38,7 @@ usage: benchmarks/torch_cpu_steps.py [--build build] [--python PY]
                                      [--steps 12] [--quick] [--batch B]
                                      [--seq T] [--hidden H] [--layers L]
                                      [--heads N] [--vocab V] [--image S]
+                                     [--mp-flag=--fold-transposes=false]
 """
 
 import argparse
@@ -102,6 +103,10 @@ def main():
     p.add_argument("--models", default="bert,gpt2,resnet50,vit")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--mp-flag", action="append", default=[],
+                   help="also time mp-runner with this flag, a row per "
+                        "precision (repeatable), e.g. "
+                        "--mp-flag=--fold-transposes=false")
     for size in ("batch", "seq", "hidden", "layers", "heads", "vocab",
                  "image"):
         p.add_argument("--" + size, type=int,
@@ -148,6 +153,11 @@ def main():
                     if len(layouts) > 1:
                         label += " NHWC" if layout == "auto" else " NCHW"
                     rows.append((name, label, lo, med, med / base))
+                    for flag in a.mp_flag:
+                        lo, med = run_mp(runner, path, amp, a.steps, batch,
+                                         tmp, ["--layout=" + layout, flag])
+                        rows.append((name, label + " " + flag, lo, med,
+                                     med / base))
             for precision in ["fp32", "bf16"]:
                 out = subprocess.run(
                     [python, HELPER, "time", name, precision, "--steps",

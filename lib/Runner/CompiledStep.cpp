@@ -342,7 +342,16 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
       return failure();
   }
   // The numerics checks observe every op's own result, which a fused
-  // epilogue never writes: a checked step stays unfused.
+  // epilogue never writes: a checked step stays unfused, its transposes
+  // too.
+  if (fusion.transposes && !numerics.enabled) {
+    if (failed(runPhase(module, progress,
+                        "transposes into matmuls (tg-fold-transposes)",
+                        [](OpPassManager &pm) {
+                          pm.addPass(tg::createTGFoldTransposes());
+                        })))
+      return failure();
+  }
   if (fusion.epilogues && !numerics.enabled) {
     if (failed(runPhase(module, progress, "epilogue fusion (tg-fuse-epilogues)",
                         [](OpPassManager &pm) {

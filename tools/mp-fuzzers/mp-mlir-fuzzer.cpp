@@ -6,7 +6,7 @@
 // does), tg-make-train-step (for a forward function without a step),
 // mixed precision (f16, bf16, or bf16 changing the signature: chosen by the
 // input's bytes so that a replay is the same), for every other input
-// tg-fuse-epilogues, then tg-check-numerics and
+// tg-fold-transposes and tg-fuse-epilogues, then tg-check-numerics and
 // tg-lower-to-llvm, with the IR verified after every pass.
 //
 //===----------------------------------------------------------------------===//
@@ -90,9 +90,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 "change-signature=true},canonicalize";
     break;
   }
-  // Every other input, epilogue fusion as mp-runner runs it.
+  // Every other input, the transposes folded and the epilogues fused as
+  // mp-runner does.
   if ((hash / 3) % 2)
-    pipeline += ",tg-fuse-epilogues";
+    pipeline += ",tg-fold-transposes,tg-fuse-epilogues";
   pipeline += ",tg-check-numerics,tg-lower-to-llvm";
 
   mp::fuzz::runPipeline(*module, pipeline);

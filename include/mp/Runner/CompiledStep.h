@@ -48,9 +48,11 @@ struct LayoutConfig {
   std::string reportFile;
 };
 
-/// Whether to run tg-fuse-epilogues after layout assignment (never with
-/// numerics checks, which observe every op's own result).
+/// Whether to run tg-fold-transposes and tg-fuse-epilogues after layout
+/// assignment (never with numerics checks, which observe every op's own
+/// result).
 struct FusionConfig {
+  bool transposes = true;
   bool epilogues = true;
 };
 

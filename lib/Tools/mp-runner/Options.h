@@ -53,6 +53,14 @@ struct Options {
                      "true, except with --check-numerics, --range-stats and "
                      "--adapt-precision, which observe every op)"),
       llvm::cl::init(true), llvm::cl::cat(category)};
+  llvm::cl::opt<bool> foldTransposes{
+      "fold-transposes",
+      llvm::cl::desc("Read the transposes of the last two dimensions around "
+                     "each matmul through its transpose flags instead of "
+                     "copying them (tg-fold-transposes; default: true, "
+                     "except with --check-numerics, --range-stats and "
+                     "--adapt-precision, which observe every op)"),
+      llvm::cl::init(true), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> layoutReport{
       "layout-report",
       llvm::cl::desc("Write tg-assign-layout's report (JSON) here"),

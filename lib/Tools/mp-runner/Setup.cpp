@@ -135,6 +135,7 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.layout.reportFile = o.layoutReport;
   // (lowerStep leaves a step with numerics checks, which --range-stats
   // and --adapt-precision use too, unfused.)
+  options.fusion.transposes = o.foldTransposes;
   options.fusion.epilogues = o.fuseEpilogues;
   options.numerics = numerics;
   options.backend = backend.backend;

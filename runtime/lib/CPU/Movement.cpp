@@ -19,6 +19,11 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MP_X86 1
+#include <immintrin.h>
+#endif
+
 using namespace mp::rt;
 
 namespace {
@@ -152,29 +157,134 @@ bool fastStridedCopy(const mpTensor *in, mpTensor *out, const int64_t *from) {
                          /*scatter=*/false);
 }
 
+#ifdef MP_X86
+/// Transposes the 8 x 8 block of 32-bit elements at `in` (rows `ldIn`
+/// elements apart) into `out` (rows `ldOut` apart) in AVX registers:
+/// unpacks, shuffles and lane permutes, which move bits unchanged.
+__attribute__((target("avx2"))) inline void
+transpose8x8x32(const char *in, int64_t ldIn, char *out, int64_t ldOut) {
+  __m256 r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i)
+    r[i] = _mm256_loadu_ps(reinterpret_cast<const float *>(in + i * ldIn * 4));
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(reinterpret_cast<float *>(out + i * ldOut * 4),
+                     _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+    _mm256_storeu_ps(reinterpret_cast<float *>(out + (i + 4) * ldOut * 4),
+                     _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+  }
+}
+
+/// The same for 16-bit elements, in SSE registers: unpacks of 16, 32 and
+/// 64-bit parts.
+__attribute__((target("avx2"))) inline void
+transpose8x8x16(const char *in, int64_t ldIn, char *out, int64_t ldOut) {
+  __m128i a[8], b[8], c[8];
+  for (int i = 0; i < 8; ++i)
+    a[i] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i * ldIn * 2));
+  for (int i = 0; i < 8; i += 2) {
+    b[i] = _mm_unpacklo_epi16(a[i], a[i + 1]);
+    b[i + 1] = _mm_unpackhi_epi16(a[i], a[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    c[i] = _mm_unpacklo_epi32(b[i], b[i + 2]);
+    c[i + 1] = _mm_unpackhi_epi32(b[i], b[i + 2]);
+    c[i + 2] = _mm_unpacklo_epi32(b[i + 1], b[i + 3]);
+    c[i + 3] = _mm_unpackhi_epi32(b[i + 1], b[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 2 * i * ldOut * 2),
+                     _mm_unpacklo_epi64(c[i], c[i + 4]));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + (2 * i + 1) * ldOut * 2),
+                     _mm_unpackhi_epi64(c[i], c[i + 4]));
+  }
+}
+
+/// Transposes an [nr, nc] block of E (2 or 4 bytes) from `in` (rows `ldIn`
+/// elements apart) into `out` (rows `ldOut` apart) by 8 x 8 register
+/// transposes, the ragged edges element by element.
+template <typename E>
+__attribute__((target("avx2"))) void
+transposeTileAvx2(const char *in, int64_t ldIn, char *out, int64_t ldOut,
+                  int64_t nr, int64_t nc) {
+  constexpr int64_t s = sizeof(E);
+  int64_t fr = nr & ~int64_t(7), fc = nc & ~int64_t(7);
+  for (int64_t r = 0; r < fr; r += 8)
+    for (int64_t c = 0; c < fc; c += 8) {
+      const char *from = in + (r * ldIn + c) * s;
+      char *to = out + (c * ldOut + r) * s;
+      if constexpr (s == 4)
+        transpose8x8x32(from, ldIn, to, ldOut);
+      else
+        transpose8x8x16(from, ldIn, to, ldOut);
+    }
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t c = r < fr ? fc : 0; c < nc; ++c)
+      std::memcpy(out + (c * ldOut + r) * s, in + (r * ldIn + c) * s, s);
+}
+#endif
+
 /// Transposes each of `batch` row-major [rows, cols] matrices of element
-/// type E into [cols, rows], in 32 x 32 blocks so that both the reads and
-/// the writes stay within a few cache lines (a row-at-a-time gather reads
-/// one element per line); blocks of rows are split across threads.
+/// type E into [cols, rows], a 32 x 32 block at a time, so that both the
+/// reads and the writes stay within a few cache lines (a row-at-a-time
+/// gather reads one element per line). With AVX2, 2 and 4-byte elements
+/// move by 8 x 8 register transposes; otherwise through a padded tile on
+/// the stack, so that the block's rows are read and the transposed rows
+/// written as runs of consecutive elements, the strided half of the move
+/// staying in the tile. (Moving elements straight from one matrix to the
+/// other writes 32 lines a row apart at once, which for a power-of-two row,
+/// a [1024, 256] weight, fall in one set of the L1 cache and evict each
+/// other.) Blocks of rows are split across threads.
 template <typename E>
 void transposeBlocks(const void *in, void *out, int64_t batch, int64_t rows,
                      int64_t cols) {
   constexpr int64_t kBlock = 32;
   int64_t rowBlocks = (rows + kBlock - 1) / kBlock;
+#ifdef MP_X86
+  bool registers = sizeof(E) != 8 && cpuFeatures().avx2;
+#endif
   parallelFor(batch * rowBlocks,
               std::max<int64_t>(1, 8 * kTile / (kBlock * (cols + 1))),
               [&](int64_t begin, int64_t end) {
+                // Locals, so that the byte stores below cannot alias them
+                // (a captured reference would be reloaded after each).
+                const char *from = static_cast<const char *>(in);
+                char *to = static_cast<char *>(out);
+                const int64_t nRows = rows, nCols = cols;
+                E tile[kBlock][kBlock + 1];
                 for (int64_t t = begin; t < end; ++t) {
                   int64_t b = t / rowBlocks;
                   int64_t r0 = (t % rowBlocks) * kBlock;
-                  int64_t r1 = std::min(rows, r0 + kBlock);
-                  int64_t at = b * rows * cols;
-                  for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-                    int64_t c1 = std::min(cols, c0 + kBlock);
-                    for (int64_t r = r0; r < r1; ++r)
-                      for (int64_t c = c0; c < c1; ++c)
-                        storeBits<E>(out, at + c * rows + r,
-                                     loadBits<E>(in, at + r * cols + c));
+                  int64_t nr = std::min(nRows - r0, kBlock);
+                  int64_t at = b * nRows * nCols;
+                  for (int64_t c0 = 0; c0 < nCols; c0 += kBlock) {
+                    int64_t nc = std::min(nCols - c0, kBlock);
+#ifdef MP_X86
+                    if (registers) {
+                      transposeTileAvx2<E>(
+                          from + (at + r0 * nCols + c0) * sizeof(E), nCols,
+                          to + (at + c0 * nRows + r0) * sizeof(E), nRows, nr,
+                          nc);
+                      continue;
+                    }
+#endif
+                    for (int64_t r = 0; r < nr; ++r)
+                      for (int64_t c = 0; c < nc; ++c)
+                        tile[c][r] =
+                            loadBits<E>(from, at + (r0 + r) * nCols + c0 + c);
+                    for (int64_t c = 0; c < nc; ++c)
+                      for (int64_t r = 0; r < nr; ++r)
+                        storeBits<E>(to, at + (c0 + c) * nRows + r0 + r,
+                                     tile[c][r]);
                   }
                 }
               });

@@ -43,6 +43,11 @@ CONFIGS = [
      "--tg-assign-layout=layout=nhwc", "--tg-fuse-epilogues=residual=false"),
     ("--tg-data-parallel", "--tg-mixed-precision",
      "--tg-fuse-epilogues", "--tg-check-numerics"),
+    "--tg-fold-transposes",
+    ("--tg-mixed-precision=compute-type=bf16", "--tg-fold-transposes",
+     "--tg-fuse-epilogues"),
+    ("--tg-mixed-precision=level=force-all", "--tg-assign-layout=layout=nhwc",
+     "--tg-fold-transposes", "--tg-fuse-epilogues", "--tg-check-numerics"),
 ]
 # Errors the passes may legitimately report on some inputs.
 EXPECTED = re.compile(r"tg-insert-loss-scaling: (a training step needs|the "

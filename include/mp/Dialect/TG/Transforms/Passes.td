@@ -354,6 +354,62 @@ def TGDataParallel : Pass<"tg-data-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGFoldTransposes : Pass<"tg-fold-transposes", "::mlir::ModuleOp"> {
+  let summary = "Fold transposes of the last two dimensions into the matmuls "
+                "that read or produce them";
+  let description = [{
+    A `tg.transpose` that swaps the two innermost dimensions of a matmul
+    operand is the matmul's own `transpose_lhs` / `transpose_rhs`: the GEMM
+    libraries read a transposed operand through its strides (oneDNN's
+    memory descriptors, cuBLAS's `CUBLAS_OP_T`) instead of a copy written
+    and read back. Imported models are full of them: PyTorch exports a
+    linear layer's `x W^T` as a transpose of the weight and a matmul, and
+    the weight's gradient then arrives transposed, as a matmul followed by
+    a transpose. The pass
+
+    * sets the matmul's flag for each `tg.matmul` or `tg.fused_matmul`
+      operand produced by such a transpose, and reads the transpose's input
+      instead (flipping a flag that was already set);
+    * rewrites a transpose of the result of a `tg.matmul` that has no other
+      use, `(op(A) op(B))^T = op(B)^T op(A)^T`, as one matmul of the
+      swapped operands with both flags flipped, when neither operand is
+      broadcast over the batch (a batched activation times a weight runs as
+      one GEMM with the batch folded into its rows; swapped, it would be a
+      GEMM per batch entry);
+    * erases the transposes left without uses.
+
+    Only the swap of the last two dimensions folds (every other dimension
+    is a batch dimension and stays where it is), so batch broadcasting is
+    unchanged. The products are the same sums of the same terms, in the
+    order the library chooses for the strides it gets, so results can
+    differ from the unfolded step in the last bits of f32.
+
+    ```mlir
+    %wt = tg.transpose %w permutation = [1, 0] : (tensor<128x64xf32>) -> tensor<64x128xf32>
+    %y = tg.matmul %x, %wt : (tensor<32x64xf32>, tensor<64x128xf32>) -> tensor<32x128xf32>
+    %g = tg.matmul %x, %dy transpose_lhs : (tensor<32x64xf32>, tensor<32x128xf32>) -> tensor<64x128xf32>
+    %gt = tg.transpose %g permutation = [1, 0] : (tensor<64x128xf32>) -> tensor<128x64xf32>
+    // becomes
+    %y = tg.matmul %x, %w transpose_rhs : (tensor<32x64xf32>, tensor<128x64xf32>) -> tensor<32x128xf32>
+    %gt = tg.matmul %dy, %x transpose_lhs : (tensor<32x128xf32>, tensor<32x64xf32>) -> tensor<128x64xf32>
+    ```
+
+    Run it after differentiation and mixed precision (the transposes of a
+    training step exist only then) and before `tg-fuse-epilogues`, which
+    only grows chains from plain `tg.matmul`s.
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+  let statistics = [
+    Statistic<"numOperandsFolded", "operands-folded",
+              "Matmul operands read through a transpose flag"
+              " instead of a tg.transpose">,
+    Statistic<"numProductsSwapped", "products-swapped",
+              "Transposed matmul results computed as swapped matmuls">,
+    Statistic<"numTransposesErased", "transposes-erased",
+              "tg.transpose ops erased">,
+  ];
+}
+
 def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
   let summary = "Fuse the bias, residual and activation that follow a matmul "
                 "into its epilogue";
