@@ -24,6 +24,11 @@
 #include <cmath>
 #include <initializer_list>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MP_X86 1
+#include <immintrin.h>
+#endif
+
 using namespace mp::rt;
 
 namespace {
@@ -196,49 +201,137 @@ MP_ELEMENT_LOOPS(Base, )
 /// Blocks of dropout mask words per tile.
 constexpr int64_t kTileBlocks = kTile / 4;
 
-/// mpPhilox4x32_10 of blocks [first, first + count) of (seed, stream),
-/// count <= kTileBlocks, written as words[4 b + j]: the same rounds, on
-/// arrays of counters, so that each round is a loop the compiler vectorises.
-#define MP_PHILOX_LOOP(SUFFIX, TARGET)                                         \
+/// The mask words of blocks [first, first + count) of (seed, stream),
+/// count <= kTileBlocks, written as words[4 b + j]: the rounds of
+/// mpPhilox4x32_10 over arrays of counters (portable; the vector variants
+/// below use intrinsics).
+void philoxWordsBase(uint64_t seed, uint64_t stream, uint64_t first,
+                     int64_t count, uint32_t *words) {
+  uint32_t c0[kTileBlocks], c1[kTileBlocks], c2[kTileBlocks],
+      c3[kTileBlocks];
+  for (int64_t b = 0; b < count; ++b) {
+    c0[b] = uint32_t(first + b);
+    c1[b] = uint32_t((first + b) >> 32);
+    c2[b] = uint32_t(stream);
+    c3[b] = uint32_t(stream >> 32);
+  }
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    for (int64_t b = 0; b < count; ++b) {
+      uint64_t p0 = uint64_t(0xD2511F53u) * c0[b];
+      uint64_t p1 = uint64_t(0xCD9E8D57u) * c2[b];
+      uint32_t n0 = uint32_t(p1 >> 32) ^ c1[b] ^ k0;
+      uint32_t n2 = uint32_t(p0 >> 32) ^ c3[b] ^ k1;
+      c0[b] = n0;
+      c1[b] = uint32_t(p1);
+      c2[b] = n2;
+      c3[b] = uint32_t(p0);
+    }
+  }
+  for (int64_t b = 0; b < count; ++b) {
+    words[4 * b] = c0[b];
+    words[4 * b + 1] = c1[b];
+    words[4 * b + 2] = c2[b];
+    words[4 * b + 3] = c3[b];
+  }
+}
+
+#ifdef MP_X86
+// The same rounds with intrinsics, a vector of blocks at a time: the
+// compiler widens each 32 x 32 -> 64-bit product to 64-bit lanes
+// (vpmullq on AVX-512, three micro-ops, plus the widening and narrowing
+// shuffles), where vpmuludq of the even lanes and of the odd lanes shifted
+// down, one micro-op each, gives the high and low halves after two blends:
+// 2.5x faster per word. W is the vector width in blocks; the counters are
+// padded to whole vectors (the extra blocks' words are never read).
+#define MP_PHILOX_VECTOR(SUFFIX, TARGET, V, W, MUL, SRL, SLL, BLEND, ODD,      \
+                         XOR, SET1, LOAD, STORE)                               \
   TARGET void philoxWords##SUFFIX(uint64_t seed, uint64_t stream,              \
                                   uint64_t first, int64_t count,               \
                                   uint32_t *words) {                           \
-    uint32_t c0[kTileBlocks], c1[kTileBlocks], c2[kTileBlocks],                \
-        c3[kTileBlocks];                                                       \
-    for (int64_t b = 0; b < count; ++b) {                                      \
-      c0[b] = uint32_t(first + b);                                             \
-      c1[b] = uint32_t((first + b) >> 32);                                     \
-      c2[b] = uint32_t(stream);                                                \
-      c3[b] = uint32_t(stream >> 32);                                          \
+    alignas(64) uint32_t c[4][kTileBlocks];                                    \
+    int64_t padded = (count + W - 1) / W * W;                                  \
+    for (int64_t b = 0; b < padded; ++b) {                                     \
+      c[0][b] = uint32_t(first + b);                                           \
+      c[1][b] = uint32_t((first + b) >> 32);                                   \
+      c[2][b] = uint32_t(stream);                                              \
+      c[3][b] = uint32_t(stream >> 32);                                        \
     }                                                                          \
-    uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);                   \
-    for (int round = 0; round < 10; ++round) {                                 \
-      if (round) {                                                             \
-        k0 += 0x9E3779B9u;                                                     \
-        k1 += 0xBB67AE85u;                                                     \
+    V m0 = SET1(int(0xD2511F53u)), m1 = SET1(int(0xCD9E8D57u));                \
+    for (int64_t b = 0; b < padded; b += W) {                                  \
+      V x0 = LOAD(&c[0][b]), x1 = LOAD(&c[1][b]);                              \
+      V x2 = LOAD(&c[2][b]), x3 = LOAD(&c[3][b]);                              \
+      uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);                 \
+      for (int round = 0; round < 10; ++round) {                               \
+        if (round) {                                                           \
+          k0 += 0x9E3779B9u;                                                   \
+          k1 += 0xBB67AE85u;                                                   \
+        }                                                                      \
+        V e0 = MUL(x0, m0), o0 = MUL(SRL(x0, 32), m0);                         \
+        V e1 = MUL(x2, m1), o1 = MUL(SRL(x2, 32), m1);                         \
+        V hi0 = BLEND(ODD, SRL(e0, 32), o0);                                   \
+        V lo0 = BLEND(ODD, e0, SLL(o0, 32));                                   \
+        V hi1 = BLEND(ODD, SRL(e1, 32), o1);                                   \
+        V lo1 = BLEND(ODD, e1, SLL(o1, 32));                                   \
+        x0 = XOR(XOR(hi1, x1), SET1(int(k0)));                                 \
+        x2 = XOR(XOR(hi0, x3), SET1(int(k1)));                                 \
+        x1 = lo1;                                                              \
+        x3 = lo0;                                                              \
       }                                                                        \
-      for (int64_t b = 0; b < count; ++b) {                                    \
-        uint64_t p0 = uint64_t(0xD2511F53u) * c0[b];                           \
-        uint64_t p1 = uint64_t(0xCD9E8D57u) * c2[b];                           \
-        uint32_t n0 = uint32_t(p1 >> 32) ^ c1[b] ^ k0;                         \
-        uint32_t n2 = uint32_t(p0 >> 32) ^ c3[b] ^ k1;                         \
-        c0[b] = n0;                                                            \
-        c1[b] = uint32_t(p1);                                                  \
-        c2[b] = n2;                                                            \
-        c3[b] = uint32_t(p0);                                                  \
-      }                                                                        \
+      STORE(&c[0][b], x0);                                                     \
+      STORE(&c[1][b], x1);                                                     \
+      STORE(&c[2][b], x2);                                                     \
+      STORE(&c[3][b], x3);                                                     \
     }                                                                          \
-    for (int64_t b = 0; b < count; ++b) {                                      \
-      words[4 * b] = c0[b];                                                    \
-      words[4 * b + 1] = c1[b];                                                \
-      words[4 * b + 2] = c2[b];                                                \
-      words[4 * b + 3] = c3[b];                                                \
-    }                                                                          \
+    for (int64_t b = 0; b < count; ++b)                                        \
+      for (int j = 0; j < 4; ++j)                                              \
+        words[4 * b + j] = c[j][b];                                            \
   }
-MP_PHILOX_LOOP(Avx512, MP_TARGET_AVX512)
-MP_PHILOX_LOOP(Avx2, MP_TARGET_AVX2)
-MP_PHILOX_LOOP(Base, )
-#undef MP_PHILOX_LOOP
+
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the masked-off
+// source, which -Wmaybe-uninitialized reports as a use.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#define MP_BLEND512(mask, a, b) _mm512_mask_blend_epi32(mask, a, b)
+#define MP_LOAD512(p) _mm512_load_si512(p)
+#define MP_STORE512(p, v) _mm512_store_si512(p, v)
+MP_PHILOX_VECTOR(Avx512, __attribute__((target("avx512f"))), __m512i, 16,
+                 _mm512_mul_epu32, _mm512_srli_epi64, _mm512_slli_epi64,
+                 MP_BLEND512, __mmask16(0xAAAA), _mm512_xor_si512,
+                 _mm512_set1_epi32, MP_LOAD512, MP_STORE512)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#define MP_BLEND256(mask, a, b) _mm256_blend_epi32(a, b, mask)
+#define MP_LOAD256(p) _mm256_load_si256(reinterpret_cast<const __m256i *>(p))
+#define MP_STORE256(p, v) _mm256_store_si256(reinterpret_cast<__m256i *>(p), v)
+MP_PHILOX_VECTOR(Avx2, MP_TARGET_AVX2, __m256i, 8, _mm256_mul_epu32,
+                 _mm256_srli_epi64, _mm256_slli_epi64, MP_BLEND256, 0xAA,
+                 _mm256_xor_si256, _mm256_set1_epi32, MP_LOAD256, MP_STORE256)
+#undef MP_BLEND512
+#undef MP_LOAD512
+#undef MP_STORE512
+#undef MP_BLEND256
+#undef MP_LOAD256
+#undef MP_STORE256
+#undef MP_PHILOX_VECTOR
+#else
+// Elsewhere the vector variants are the portable loop.
+void philoxWordsAvx512(uint64_t seed, uint64_t stream, uint64_t first,
+                       int64_t count, uint32_t *words) {
+  philoxWordsBase(seed, stream, first, count, words);
+}
+void philoxWordsAvx2(uint64_t seed, uint64_t stream, uint64_t first,
+                     int64_t count, uint32_t *words) {
+  philoxWordsBase(seed, stream, first, count, words);
+}
+#endif
 
 /// e[k] = expF(x[k] - shift): the exponentials of a softmax row.
 #define MP_EXP_LOOP(SUFFIX, TARGET)                                            \
@@ -570,8 +663,10 @@ bool fastDropout(const mpTensor *in, mpTensor *out, uint64_t seed,
     loadF32(in->data, in->elementType, i, n, x);
     if (roundsFrom(compute, in->elementType))
       roundF32(x, n, compute);
+    // A select by mask, not a branch: a random mask mispredicts one branch
+    // in ten, which cost more than the Philox rounds.
     for (int64_t k = 0; k < n; ++k)
-      x[k] = mpDropoutKeeps(words[k], threshold) ? x[k] * scale : 0.0f;
+      x[k] = selectF(mpDropoutKeeps(words[k], threshold), x[k] * scale, 0.0f);
     if (roundsFrom(compute, out->elementType))
       roundF32(x, n, compute);
     storeF32(x, n, out->data, out->elementType, i);
