@@ -667,6 +667,22 @@ void testRows(std::mt19937_64 &rng) {
   check(ok, "slices and slice gradients, with and without strides, empty "
             "ones and a size-1 dimension's unbounded stride " + why);
 
+  // A stride whose (count - 1) * stride overflows int64 is out of bounds,
+  // not a wrapped-around offset inside them.
+  {
+    Buffer in(MP_F32, {6, 40}), out(MP_F32, {3, 20}), dx(MP_F32, {6, 40});
+    int64_t offsets[] = {1, 0}, huge[] = {INT64_MAX, 2},
+            wraps[] = {INT64_MAX / 2 + 1, 2};
+    mpTensor I = in.tensor(), O = out.tensor(), DX = dx.tensor();
+    bool rejected = true;
+    for (const int64_t *st : {huge, wraps}) {
+      rejected &= mpSlice(&I, &O, offsets, st) == MP_ERROR_INVALID_ARGUMENT;
+      rejected &=
+          mpSliceGrad(&O, &DX, offsets, st) == MP_ERROR_INVALID_ARGUMENT;
+    }
+    check(rejected, "slices whose extent overflows int64 are rejected");
+  }
+
   // Copies (reshapes), in chunks across threads when large.
   ok = true;
   for (int64_t n : {int64_t(1), int64_t(1000), int64_t(700001)}) {

@@ -217,6 +217,7 @@ __attribute__((target("avx2"))) void
 transposeTileAvx2(const char *in, int64_t ldIn, char *out, int64_t ldOut,
                   int64_t nr, int64_t nc) {
   constexpr int64_t s = sizeof(E);
+  static_assert(s == 2 || s == 4, "register transposes of 2 or 4 bytes");
   int64_t fr = nr & ~int64_t(7), fc = nc & ~int64_t(7);
   for (int64_t r = 0; r < fr; r += 8)
     for (int64_t c = 0; c < fc; c += 8) {
@@ -269,12 +270,14 @@ void transposeBlocks(const void *in, void *out, int64_t batch, int64_t rows,
                   for (int64_t c0 = 0; c0 < nCols; c0 += kBlock) {
                     int64_t nc = std::min(nCols - c0, kBlock);
 #ifdef MP_X86
-                    if (registers) {
-                      transposeTileAvx2<E>(
-                          from + (at + r0 * nCols + c0) * sizeof(E), nCols,
-                          to + (at + c0 * nRows + r0) * sizeof(E), nRows, nr,
-                          nc);
-                      continue;
+                    if constexpr (sizeof(E) != 8) {
+                      if (registers) {
+                        transposeTileAvx2<E>(
+                            from + (at + r0 * nCols + c0) * sizeof(E), nCols,
+                            to + (at + c0 * nRows + r0) * sizeof(E), nRows,
+                            nr, nc);
+                        continue;
+                      }
                     }
 #endif
                     for (int64_t r = 0; r < nr; ++r)
@@ -316,13 +319,25 @@ bool fastSwapLastTwo(const mpTensor *in, mpTensor *out,
   return true;
 }
 
+/// Whether `count` elements from `offset`, `stride` apart, lie in
+/// [0, size), decided without forming (count - 1) * stride, which a huge
+/// stride would overflow. An empty slice fits anywhere.
+bool sliceFits(int64_t offset, int64_t count, int64_t stride, int64_t size) {
+  if (stride < 1 || offset < 0 || count < 0)
+    return false;
+  if (count == 0)
+    return true;
+  return offset < size &&
+         (count == 1 || stride <= (size - 1 - offset) / (count - 1));
+}
+
 /// The strided view of `full` that a non-empty slice `part` reads (or its
 /// gradient writes): returns its first element's offset, in elements, and
 /// sets `step[d]`, the elements of `full` one step along dimension d of
-/// `part` moves. The callers' bounds checks keep every product in range:
-/// (shape - 1) * stride + offset < full's shape. A dimension of size 1
-/// steps 0, since its stride (which those checks leave unbounded) is never
-/// taken.
+/// `part` moves. The callers' bounds checks (sliceFits) keep every product
+/// in range: (shape - 1) * stride + offset < full's shape. A dimension of
+/// size 1 steps 0, since its stride (which those checks leave unbounded) is
+/// never taken.
 int64_t sliceView(const mpTensor *full, const mpTensor *part,
                   const int64_t *offsets, const int64_t *strides_,
                   int64_t *step) {
@@ -530,13 +545,10 @@ extern "C" mpStatus mpSlice(const mpTensor *in, mpTensor *out,
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t is[MP_MAX_RANK];
   strides(in, is);
-  for (int32_t d = 0; d < in->rank; ++d) {
-    int64_t st = strides_ ? strides_[d] : 1;
-    if (st < 1 || offsets[d] < 0 ||
-        (out->shape[d] > 0 &&
-         offsets[d] + (out->shape[d] - 1) * st >= in->shape[d]))
+  for (int32_t d = 0; d < in->rank; ++d)
+    if (!sliceFits(offsets[d], out->shape[d], strides_ ? strides_[d] : 1,
+                   in->shape[d]))
       return MP_ERROR_INVALID_ARGUMENT;
-  }
   size_t size = mpElementSize(in->elementType);
   if (mpNumElements(out) > 0 && disjoint(in, out)) {
     int64_t step[MP_MAX_RANK];
@@ -566,13 +578,10 @@ extern "C" mpStatus mpSliceGrad(const mpTensor *dy, mpTensor *dx,
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t xs[MP_MAX_RANK];
   strides(dx, xs);
-  for (int32_t d = 0; d < dx->rank; ++d) {
-    int64_t st = strides_ ? strides_[d] : 1;
-    if (st < 1 || offsets[d] < 0 ||
-        (dy->shape[d] > 0 &&
-         offsets[d] + (dy->shape[d] - 1) * st >= dx->shape[d]))
+  for (int32_t d = 0; d < dx->rank; ++d)
+    if (!sliceFits(offsets[d], dy->shape[d], strides_ ? strides_[d] : 1,
+                   dx->shape[d]))
       return MP_ERROR_INVALID_ARGUMENT;
-  }
   size_t size = mpElementSize(dx->elementType);
   if (libraryKernelsEnabled() && mpNumElements(dy) > 0 && disjoint(dy, dx)) {
     int64_t step[MP_MAX_RANK];

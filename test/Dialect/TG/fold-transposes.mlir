@@ -36,6 +36,29 @@ func.func @flags_flip(%w: tensor<4x6xbf16>, %x: tensor<4x8xbf16>) -> tensor<8x6x
 
 // -----
 
+// The lhs folds; one transpose read as both operands folds into both; a
+// swap of a swap folds through both (the flag flips twice), and the inner
+// swap, read only by the outer one and a folded matmul, goes too.
+// CHECK-LABEL: func @lhs_both_chain
+// CHECK-NOT: tg.transpose
+// CHECK: %[[A:.*]] = tg.matmul %arg0, %arg1 transpose_lhs : (tensor<4x8xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
+// CHECK: %[[B:.*]] = tg.matmul %arg2, %arg2 transpose_lhs : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+// CHECK: %[[C:.*]] = tg.matmul %arg3, %arg0 transpose_lhs transpose_rhs : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+// CHECK-NOT: tg.transpose
+// CHECK: return %[[A]], %[[B]], %[[C]]
+func.func @lhs_both_chain(%a: tensor<4x8xf32>, %w: tensor<4x6xf32>, %s: tensor<5x5xf32>, %u: tensor<8x4xf32>) -> (tensor<8x6xf32>, tensor<5x5xf32>, tensor<4x4xf32>) {
+  %at = tg.transpose %a permutation = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %x = tg.matmul %at, %w : (tensor<8x4xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
+  %st = tg.transpose %s permutation = [1, 0] : (tensor<5x5xf32>) -> tensor<5x5xf32>
+  %y = tg.matmul %st, %st transpose_rhs : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+  %at2 = tg.transpose %at permutation = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %ut = tg.transpose %u permutation = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %z = tg.matmul %ut, %at2 transpose_rhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x4xf32>
+  return %x, %y, %z : tensor<8x6xf32>, tensor<5x5xf32>, tensor<4x4xf32>
+}
+
+// -----
+
 // Attention's K^T, [0, 1, 3, 2] of a rank-4 operand: batch dimensions stay.
 // CHECK-LABEL: func @attention_scores
 // CHECK-NOT: tg.transpose

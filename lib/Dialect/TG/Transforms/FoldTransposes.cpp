@@ -61,8 +61,13 @@ public:
 
   void runOnOperation() override {
     // Products first, so that the operands of a swapped matmul fold too.
+    // Only transposes that had uses are erased once dead: the pass removes
+    // what it made redundant and leaves the rest of the IR as it was.
     SmallVector<TransposeOp> transposes;
-    getOperation()->walk([&](TransposeOp t) { transposes.push_back(t); });
+    getOperation()->walk([&](TransposeOp t) {
+      if (!t->use_empty())
+        transposes.push_back(t);
+    });
     for (TransposeOp &t : transposes)
       swapProduct(t);
 
@@ -73,7 +78,9 @@ public:
         foldOperands(m);
     });
 
-    for (TransposeOp t : transposes)
+    // Users come after their operands: in reverse, a transpose read only
+    // by a transpose that dies here is dead by the time it is visited.
+    for (TransposeOp t : llvm::reverse(transposes))
       if (t && t->use_empty()) {
         t->erase();
         ++numTransposesErased;
@@ -81,14 +88,15 @@ public:
   }
 
 private:
-  /// Reads each operand of `m` that a swap produces through the flag.
+  /// Reads each operand of `m` that a swap produces through the flag (and
+  /// through as many swaps of swaps as there are).
   template <typename Op> void foldOperands(Op m) {
-    if (Value in = swappedInput(m.getLhs())) {
+    while (Value in = swappedInput(m.getLhs())) {
       m.getLhsMutable().assign(in);
       m.setTransposeLhs(!m.getTransposeLhs());
       ++numOperandsFolded;
     }
-    if (Value in = swappedInput(m.getRhs())) {
+    while (Value in = swappedInput(m.getRhs())) {
       m.getRhsMutable().assign(in);
       m.setTransposeRhs(!m.getTransposeRhs());
       ++numOperandsFolded;
