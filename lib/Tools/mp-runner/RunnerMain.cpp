@@ -33,7 +33,9 @@ using namespace mp::tools;
 static std::string rankPrefix;
 
 int tools::fail(const llvm::Twine &message) {
-  llvm::errs() << "mp-runner: error: " << rankPrefix << message << "\n";
+  // One write per message: the ranks of a data-parallel run share stderr,
+  // where the pieces of two ranks' unbuffered writes would interleave.
+  llvm::errs() << ("mp-runner: error: " + rankPrefix + message + "\n").str();
   return 1;
 }
 

@@ -214,7 +214,7 @@ llvm::Error Driver::prepareData() {
                  (o.evalData.empty() ? "the --data arrays" : "--eval-data") +
                  ")");
   for (const std::string &warning : data->warnings)
-    llvm::errs() << "mp-runner: warning: " << warning << "\n";
+    llvm::errs() << "mp-runner: warning: " + warning + "\n"; // one write
   return checkLabels(sig, modelShape, *data);
 }
 
