@@ -58,6 +58,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -1469,7 +1470,12 @@ void testConvolution(std::mt19937_64 &rng) {
       void *xp = storage == MP_F32 ? (void *)xw.data() : (void *)xh.data();
       void *fp = storage == MP_F32 ? (void *)fw.data() : (void *)fh.data();
       void *dyp = storage == MP_F32 ? (void *)dyw.data() : (void *)dyh.data();
-      for (int library = 1; library >= 0; --library) {
+      // 2: the library with every NHWC convolution as im2col GEMMs
+      // (ConvGemm.cpp); 1: the library without them (oneDNN's
+      // convolutions); 0: the reference loops.
+      for (int mode = 2; mode >= 0; --mode) {
+        bool library = mode > 0;
+        setenv("MP_CONV_GEMM", mode == 2 ? "always" : "never", 1);
         mpUseLibraryKernels(library);
         std::vector<float> out(want.size()), gx(x.v.size()), gf(f.v.size());
         mpTensor Xs = tensorOfShape(xp, storage, x.shape),
@@ -1503,6 +1509,7 @@ void testConvolution(std::mt19937_64 &rng) {
         (storage == MP_BF16 ? bf16Ok : library ? libraryOk : loopsOk) &= ok;
         ++runs;
       }
+      unsetenv("MP_CONV_GEMM");
       mpUseLibraryKernels(1);
     }
   }
@@ -1512,7 +1519,8 @@ void testConvolution(std::mt19937_64 &rng) {
   check(adjointOk, "conv2d_grad_input and conv2d_grad_filter are the "
                    "adjoints of conv2d in f64");
   check(libraryOk, "conv2d and its gradients in f32 through the library "
-                   "path (oneDNN) are within the f32 accumulation bound of "
+                   "paths (oneDNN's convolutions, and NHWC as im2col "
+                   "GEMMs) are within the f32 accumulation bound of "
                    "f64");
   check(loopsOk, "conv2d and its gradients in f32 through the reference "
                  "loops are within the f32 accumulation bound of f64");

@@ -4,8 +4,9 @@
 // oneDNN and the CUDA backend to.
 //
 // * mpConv2d and its gradients run 1x1 NHWC convolutions as oneDNN
-//   matmuls and offer the others to oneDNN (Dnnl.cpp), which takes f32 and
-//   bf16 storage with f32 accumulation where the CPU supports it. f16 (and
+//   matmuls, NHWC convolutions with few output positions as im2col GEMMs
+//   (ConvGemm.cpp), and offer the others to oneDNN (Dnnl.cpp), which takes
+//   f32 and bf16 storage with f32 accumulation where the CPU supports it. f16 (and
 //   unsupported bf16) storage computing in f32 goes to oneDNN's f32
 //   convolution on exactly widened copies, the result rounded once.
 //   Everything else (f64, f16 or bf16 compute) runs here.
@@ -28,6 +29,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <vector>
@@ -133,6 +135,14 @@ bool pointwiseMatmul(DnnlConv kind, const mpTensor *src,
   return false;
 }
 
+/// Runs a convolution pass in a library: as im2col GEMMs where the image is
+/// small (ConvGemm.cpp), else oneDNN's convolution.
+bool libraryConv(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
+                 const mpTensor *dst, const mpWindow *w, mpElementType compute) {
+  return gemmConv2d(kind, src, weights, dst, w, compute) ||
+         dnnlConv2d(kind, src, weights, dst, w, compute);
+}
+
 /// Runs a convolution pass on f16 or bf16 storage (computing in f32) as an
 /// f32 oneDNN convolution of the exactly widened operands, the result
 /// rounded once to its storage type: the same arithmetic as the loops
@@ -152,7 +162,7 @@ bool widenedDnnl(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
                                                              : weights;
   Widened s(src, isNarrow(src)), f(weights, isNarrow(weights)),
       d(dst, isNarrow(dst));
-  if (!dnnlConv2d(kind, &s.tensor, &f.tensor, &d.tensor, w, compute))
+  if (!libraryConv(kind, &s.tensor, &f.tensor, &d.tensor, w, compute))
     return false;
   const Widened &out = written == src ? s : written == weights ? f : d;
   if (out.data.empty())
@@ -171,7 +181,7 @@ extern "C" mpStatus mpConv2d(const mpTensor *input, const mpTensor *filter,
       input->elementType != filter->elementType)
     return MP_ERROR_INVALID_ARGUMENT;
   if (pointwiseMatmul(DnnlConv::Forward, input, filter, out, w, compute) ||
-      dnnlConv2d(DnnlConv::Forward, input, filter, out, w, compute) ||
+      libraryConv(DnnlConv::Forward, input, filter, out, w, compute) ||
       widenedDnnl(DnnlConv::Forward, input, filter, out, w, compute))
     return MP_OK;
   withCompute(compute, [&](auto a) {
@@ -196,7 +206,7 @@ extern "C" mpStatus mpConv2dGradInput(const mpTensor *dy,
       dy->elementType != filter->elementType)
     return MP_ERROR_INVALID_ARGUMENT;
   if (pointwiseMatmul(DnnlConv::BackwardData, dx, filter, dy, w, compute) ||
-      dnnlConv2d(DnnlConv::BackwardData, dx, filter, dy, w, compute) ||
+      libraryConv(DnnlConv::BackwardData, dx, filter, dy, w, compute) ||
       widenedDnnl(DnnlConv::BackwardData, dx, filter, dy, w, compute))
     return MP_OK;
   withCompute(compute, [&](auto a) {
@@ -222,8 +232,8 @@ extern "C" mpStatus mpConv2dGradFilter(const mpTensor *dy,
     return MP_ERROR_INVALID_ARGUMENT;
   if (pointwiseMatmul(DnnlConv::BackwardWeights, input, dfilter, dy, w,
                       compute) ||
-      dnnlConv2d(DnnlConv::BackwardWeights, input, dfilter, dy, w,
-                 compute) ||
+      libraryConv(DnnlConv::BackwardWeights, input, dfilter, dy, w,
+                  compute) ||
       widenedDnnl(DnnlConv::BackwardWeights, input, dfilter, dy, w, compute))
     return MP_OK;
   withCompute(compute, [&](auto a) {
@@ -517,11 +527,14 @@ template <typename Body> void forChannel(const Act &act, int64_t c, Body body) {
 // blocks of channels, each channel's sums in forChannel's order (n, y, x),
 // so the bits are the loops'. NCHW gathers a channel (n runs of h * w) into
 // f32 scratch once and works on it; NHWC, where a channel is strided,
-// streams rows of up to 16 channels, one pass per statistic as the loops
-// do, with no scratch.
+// streams rows of a block of channels, one pass per statistic as the loops
+// do, with no scratch. An NHWC block is as wide as the threads allow (up to
+// 256 channels): each row of a block is one conversion call, whose cost
+// dominated narrow blocks (16-channel blocks made bf16 batch norm 1.5x
+// slower than f32, which moves twice the bytes).
 //===----------------------------------------------------------------------===//
 
-constexpr int64_t kChannelBlock = 16;
+constexpr int64_t kChannelBlock = 256;
 
 /// One NCHW channel of `t` into `v` (n * h * w floats, in order), and back.
 void gatherChannel(const mpTensor *t, const Act &act, int64_t c, float *v) {
@@ -543,11 +556,22 @@ template <typename Fn>
 void rowPass(const Act &act, int64_t c0, int64_t cn, const mpTensor *ta,
              const mpTensor *tb, mpTensor *out, Fn fn) {
   float a[kChannelBlock], b[kChannelBlock];
+  // bf16 widens by a shift, inline, where a call per row would cost more
+  // than the bytes it converts.
+  auto load = [&](const mpTensor *t, int64_t at, float *v) {
+    if (t->elementType != MP_BF16)
+      return loadF32(t->data, t->elementType, at, cn, v);
+    const uint16_t *p = static_cast<const uint16_t *>(t->data) + at;
+    for (int64_t k = 0; k < cn; ++k) {
+      uint32_t bits = uint32_t(p[k]) << 16;
+      std::memcpy(&v[k], &bits, sizeof bits);
+    }
+  };
   for (int64_t j = 0, count = act.n * act.h * act.w; j < count; ++j) {
     int64_t at = j * act.c + c0;
-    loadF32(ta->data, ta->elementType, at, cn, a);
+    load(ta, at, a);
     if (tb)
-      loadF32(tb->data, tb->elementType, at, cn, b);
+      load(tb, at, b);
     fn(a, b);
     if (out)
       storeF32(a, cn, out->data, out->elementType, at);
@@ -565,12 +589,17 @@ void setScalar(mpTensor *t, int64_t i, float v) {
 }
 
 /// Calls `body(c0, cn, scratch)` for every block of channels (one channel
-/// for NCHW, up to 16 for NHWC), blocks split across threads; for NCHW,
-/// `scratch` holds `buffers` channels of f32, owned by the call.
+/// for NCHW, up to kChannelBlock for NHWC), blocks split across threads;
+/// for NCHW, `scratch` holds `buffers` channels of f32, owned by the call.
 template <typename Body>
 void forChannelBlocks(const Act &act, int buffers, Body body) {
   int64_t count = act.n * act.h * act.w;
-  int64_t block = act.channelsLast ? kChannelBlock : 1;
+  int64_t block = 1;
+  if (act.channelsLast) {
+    // A block per thread, in whole 16-channel (64-byte) pieces.
+    int64_t share = (act.c + kernelThreads() - 1) / kernelThreads();
+    block = std::min(kChannelBlock, (share + 15) / 16 * 16);
+  }
   int64_t blocks = (act.c + block - 1) / block;
   parallelFor(blocks, std::max<int64_t>(1, 16 * kTile / (count * block + 1)),
               [&](int64_t begin, int64_t end) {

@@ -26,6 +26,13 @@ enum class DnnlConv { Forward, BackwardData, BackwardWeights };
 bool dnnlConv2d(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
                 const mpTensor *dst, const mpWindow *w, mpElementType compute);
 
+/// Runs one convolution pass as in dnnlConv2d, as an im2col GEMM against
+/// the plain filter (ConvGemm.cpp): NHWC, ungrouped, f32 or bf16 storage
+/// computing in f32, few output positions for the output channels (or
+/// MP_CONV_GEMM=always). Returns false, having written nothing, otherwise.
+bool gemmConv2d(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
+                const mpTensor *dst, const mpWindow *w, mpElementType compute);
+
 /// A matmul epilogue as oneDNN post-ops: out = activation(product + bias +
 /// (sum ? out : 0)), in f32 on the accumulators.
 struct DnnlEpilogue {
