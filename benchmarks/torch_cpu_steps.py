@@ -27,7 +27,10 @@ Models (sizes with --seq, --hidden, --layers; --quick for a smoke run):
          256, 4 layers, 4 heads, 10 classes
 
 Reports min and median ms per step (the first, warm-up, step left out) and
-each variant's median over mp FP32's in the same run. Timings depend on the
+each variant's median over mp FP32's in the same run. With --rounds N, the
+variants of a model run N times in turn (A B C, A B C, ...) and each row
+pools its steps from all rounds: a slow spell of the machine then falls on
+every variant instead of on one. Timings depend on the
 machine: compare only within one run. MP_CPU_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2
 in the environment makes mp use its AVX2 kernels on an AVX-512 machine;
 PyTorch's own oneDNN reads DNNL_MAX_CPU_ISA too, so its convolutions are
@@ -35,7 +38,8 @@ capped as well (its other kernels are not).
 
 usage: benchmarks/torch_cpu_steps.py [--build build] [--python PY]
                                      [--models bert,gpt2,resnet50,vit]
-                                     [--steps 12] [--quick] [--batch B]
+                                     [--steps 12] [--rounds 1] [--quick]
+                                     [--batch B]
                                      [--seq T] [--hidden H] [--layers L]
                                      [--heads N] [--vocab V] [--image S]
                                      [--mp-flag=--fold-transposes=false]
@@ -92,8 +96,7 @@ def run_mp(runner, model, amp, steps, batch, tmp, extra=()):
     if out.returncode:
         sys.exit("mp-runner failed: %s\n%s" % (" ".join(cmd), out.stderr))
     with open(summary) as f:
-        ms = json.load(f)["runs"][0]["step_ms"][1:]
-    return min(ms), statistics.median(ms)
+        return json.load(f)["runs"][0]["step_ms"][1:]
 
 
 def main():
@@ -102,6 +105,8 @@ def main():
     p.add_argument("--python", help="a Python with torch and transformers")
     p.add_argument("--models", default="bert,gpt2,resnet50,vit")
     p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run each model's variants this many times in turn")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--mp-flag", action="append", default=[],
                    help="also time mp-runner with this flag, a row per "
@@ -136,40 +141,56 @@ def main():
             sizes += ["--" + size, str(getattr(a, size))]
     batch = a.batch or (2 if a.quick else 8)
     rows = []
+    torch_version = ["?"]
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
             path = os.path.join(tmp, name + ".onnx")
             subprocess.run([python, HELPER, "export", name, path] + sizes,
                            check=True, capture_output=True)
-            base = None
+            # Each variant: its label and a function timing one run of it
+            # (step times in ms).
+            variants = []
             layouts = (["auto", "off"] if name in ("resnet50", "vit")
                        else ["auto"])
             for amp in ["off", "bf16"]:
                 for layout in layouts:
-                    lo, med = run_mp(runner, path, amp, a.steps, batch, tmp,
-                                     ["--layout=" + layout])
-                    base = base or med
                     label = "mp " + ("FP32" if amp == "off" else "AMP-bf16")
                     if len(layouts) > 1:
                         label += " NHWC" if layout == "auto" else " NCHW"
-                    rows.append((name, label, lo, med, med / base))
-                    for flag in a.mp_flag:
-                        lo, med = run_mp(runner, path, amp, a.steps, batch,
-                                         tmp, ["--layout=" + layout, flag])
-                        rows.append((name, label + " " + flag, lo, med,
-                                     med / base))
+                    for flag in [None] + a.mp_flag:
+                        extra = ["--layout=" + layout] + ([flag] if flag
+                                                          else [])
+                        variants.append((
+                            label + (" " + flag if flag else ""),
+                            lambda amp=amp, extra=extra: run_mp(
+                                runner, path, amp, a.steps, batch, tmp,
+                                extra)))
             for precision in ["fp32", "bf16"]:
-                out = subprocess.run(
-                    [python, HELPER, "time", name, precision, "--steps",
-                     str(a.steps)] + sizes, capture_output=True, text=True)
-                if out.returncode:
-                    sys.exit("torch_steps.py failed:\n" + out.stderr)
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                label = "PyTorch %s eager %s" % (
-                    r["torch"], "fp32" if precision == "fp32" else
-                    "autocast bf16")
-                rows.append((name, label, r["min_ms"], r["median_ms"],
-                             r["median_ms"] / base))
+                def run_torch(precision=precision):
+                    out = subprocess.run(
+                        [python, HELPER, "time", name, precision, "--steps",
+                         str(a.steps)] + sizes, capture_output=True,
+                        text=True)
+                    if out.returncode:
+                        sys.exit("torch_steps.py failed:\n" + out.stderr)
+                    r = json.loads(out.stdout.strip().splitlines()[-1])
+                    torch_version[0] = r["torch"]
+                    return r["step_ms"]
+                variants.append(("PyTorch eager " + (
+                    "fp32" if precision == "fp32" else "autocast bf16"),
+                    run_torch))
+            steps = {label: [] for label, _ in variants}
+            for _ in range(max(1, a.rounds)):
+                for label, run in variants:
+                    steps[label] += run()
+            base = statistics.median(steps[variants[0][0]])
+            for label, _ in variants:
+                ms = steps[label]
+                if label.startswith("PyTorch"):
+                    label = label.replace("PyTorch", "PyTorch " +
+                                          torch_version[0])
+                rows.append((name, label, min(ms), statistics.median(ms),
+                             statistics.median(ms) / base))
     print()
     print("| model | variant | min ms | median ms | median / mp FP32 |")
     print("|---|---|---|---|---|")

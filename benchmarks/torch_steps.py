@@ -121,7 +121,7 @@ def time_steps(model, a, loss):
         times.append(1000 * (time.perf_counter() - start))
     ms = times[1:]
     print(json.dumps({"min_ms": min(ms), "median_ms": statistics.median(ms),
-                      "torch": torch.__version__,
+                      "step_ms": ms, "torch": torch.__version__,
                       "threads": torch.get_num_threads()}))
 
 

@@ -730,10 +730,11 @@ void testRows(std::mt19937_64 &rng) {
 void testBatchNorm(std::mt19937_64 &rng) {
   std::string why;
   bool ok = true;
-  // (n, c, h, w), NCHW and NHWC, channel counts that leave a partial block
-  // of 16.
+  // (n, c, h, w), NCHW and NHWC, channel counts that leave a partial
+  // block (NHWC blocks are 16-channel multiples up to 256).
   for (std::vector<int64_t> d :
-       {std::vector<int64_t>{2, 3, 5, 7}, {8, 37, 9, 9}, {1, 1, 1, 3}})
+       {std::vector<int64_t>{2, 3, 5, 7}, {8, 37, 9, 9}, {1, 1, 1, 3},
+        {2, 300, 3, 5}, {1, 600, 2, 3}})
     for (int last = 0; last <= 1; ++last)
       for (mpElementType t : kTypes) {
         std::vector<int64_t> shape =

@@ -183,6 +183,17 @@ bool mp::rt::gemmConv2d(DnnlConv kind, const mpTensor *src,
   int64_t k = s.in.c * s.kh * s.kw, o = s.out.c;
   if (!preferGemm(kind, type, m, o))
     return false;
+  // Ask before unfolding: oneDNN refuses bf16 on CPUs without bf16
+  // instructions (the caller then widens to f32 and comes back).
+  bool available =
+      kind == DnnlConv::Forward
+          ? dnnlMatmulAvailable(type, dst->elementType, false, true, m, o, k)
+      : kind == DnnlConv::BackwardWeights
+          ? dnnlMatmulAvailable(type, weights->elementType, true, false, o, k,
+                                m)
+          : dnnlMatmulAvailable(type, MP_F32, false, false, m, k, o);
+  if (!available)
+    return false;
   size_t size = mpElementSize(type);
   std::vector<char> colBytes;
   auto unfold = [&] {

@@ -56,6 +56,11 @@ bool mp::rt::dnnlMatmul(const mpTensor *, const mpTensor *, mpTensor *, bool,
   return false;
 }
 
+bool mp::rt::dnnlMatmulAvailable(mpElementType, mpElementType, bool, bool,
+                                 int64_t, int64_t, int64_t) {
+  return false;
+}
+
 #else
 
 namespace {
@@ -382,15 +387,19 @@ bool setPostOps(const mp::rt::DnnlEpilogue &epilogue,
   return ok;
 }
 
-bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
-                        bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                        int64_t batches, bool lhsShared, bool rhsShared,
-                        const DnnlEpilogue *epilogue) {
+namespace {
+
+/// The cached matmul primitive of one call's types and geometry (created on
+/// first use); false when oneDNN does not take the call.
+bool lookupMatmul(mpElementType lhsType, mpElementType rhsType,
+                  mpElementType resultType, bool ta, bool tb, int64_t &m,
+                  int64_t n, int64_t k, int64_t &batches, bool &lhsShared,
+                  bool rhsShared, const mp::rt::DnnlEpilogue &epi,
+                  Cached &c) {
   dnnl_data_type_t inType, outType;
-  if (!libraryKernelsEnabled() || !engine().ok ||
-      lhs->elementType != rhs->elementType ||
-      !dataType(lhs->elementType, inType) ||
-      !dataType(out->elementType, outType) ||
+  if (!mp::rt::libraryKernelsEnabled() || !engine().ok ||
+      lhsType != rhsType || !dataType(lhsType, inType) ||
+      !dataType(resultType, outType) ||
       (inType == dnnl_f32 && outType != dnnl_f32))
     return false;
   // An unbatched weight under a batched lhs is one taller matrix.
@@ -399,50 +408,68 @@ bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
     batches = 1;
     lhsShared = true;
   }
-  DnnlEpilogue none;
-  const DnnlEpilogue &epi = epilogue ? *epilogue : none;
   std::vector<int64_t> id = {
-      lhs->elementType, out->elementType, m,         n,
+      lhsType,          resultType,       m,         n,
       k,                batches,          ta,        tb,
       lhsShared,        rhsShared,        epi.bias != nullptr,
       epi.activation,   epi.sum};
-  Cached c;
-  {
-    std::lock_guard<std::mutex> lock(cacheMutex);
-    Key key{-1, id};
-    auto it = cache.find(key);
-    if (it == cache.end()) {
-      Cached created;
-      dnnl_matmul_desc_t desc;
-      dnnl_primitive_desc_t pd = nullptr;
-      dnnl_primitive_attr_t attr = nullptr;
-      created.hasBias = epi.bias != nullptr;
-      if (matrixDesc(inType, lhsShared ? 1 : batches, m, k, ta, created.src) &&
-          matrixDesc(inType, rhsShared ? 1 : batches, k, n, tb,
-                     created.weights) &&
-          matrixDesc(outType, batches, m, n, false, created.dst) &&
-          (!created.hasBias ||
-           matrixDesc(dnnl_f32, 1, 1, n, false, created.bias)) &&
-          dnnl_matmul_desc_init(&desc, &created.src, &created.weights,
-                                created.hasBias ? &created.bias : nullptr,
-                                &created.dst) == dnnl_success &&
-          dnnl_primitive_attr_create(&attr) == dnnl_success &&
-          setPostOps(epi, attr) &&
-          dnnl_primitive_desc_create(&pd, &desc, attr, engine().engine,
-                                     nullptr) == dnnl_success) {
-        if (!optimisedImpl(pd) ||
-            dnnl_primitive_create(&created.primitive, pd) != dnnl_success)
-          created.primitive = nullptr;
-      }
-      if (pd)
-        dnnl_primitive_desc_destroy(pd);
-      if (attr)
-        dnnl_primitive_attr_destroy(attr);
-      it = cache.emplace(key, created).first;
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  Key key{-1, id};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    Cached created;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t pd = nullptr;
+    dnnl_primitive_attr_t attr = nullptr;
+    created.hasBias = epi.bias != nullptr;
+    if (matrixDesc(inType, lhsShared ? 1 : batches, m, k, ta, created.src) &&
+        matrixDesc(inType, rhsShared ? 1 : batches, k, n, tb,
+                   created.weights) &&
+        matrixDesc(outType, batches, m, n, false, created.dst) &&
+        (!created.hasBias ||
+         matrixDesc(dnnl_f32, 1, 1, n, false, created.bias)) &&
+        dnnl_matmul_desc_init(&desc, &created.src, &created.weights,
+                              created.hasBias ? &created.bias : nullptr,
+                              &created.dst) == dnnl_success &&
+        dnnl_primitive_attr_create(&attr) == dnnl_success &&
+        setPostOps(epi, attr) &&
+        dnnl_primitive_desc_create(&pd, &desc, attr, engine().engine,
+                                   nullptr) == dnnl_success) {
+      if (!optimisedImpl(pd) ||
+          dnnl_primitive_create(&created.primitive, pd) != dnnl_success)
+        created.primitive = nullptr;
     }
-    c = it->second;
+    if (pd)
+      dnnl_primitive_desc_destroy(pd);
+    if (attr)
+      dnnl_primitive_attr_destroy(attr);
+    it = cache.emplace(key, created).first;
   }
-  if (!c.primitive)
+  c = it->second;
+  return c.primitive != nullptr;
+}
+
+} // namespace
+
+bool mp::rt::dnnlMatmulAvailable(mpElementType in, mpElementType out,
+                                 bool transposeLhs, bool transposeRhs,
+                                 int64_t m, int64_t n, int64_t k) {
+  Cached c;
+  int64_t batches = 1;
+  bool lhsShared = true;
+  return lookupMatmul(in, in, out, transposeLhs, transposeRhs, m, n, k,
+                      batches, lhsShared, true, DnnlEpilogue{}, c);
+}
+
+bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
+                        bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                        int64_t batches, bool lhsShared, bool rhsShared,
+                        const DnnlEpilogue *epilogue) {
+  DnnlEpilogue none;
+  const DnnlEpilogue &epi = epilogue ? *epilogue : none;
+  Cached c;
+  if (!lookupMatmul(lhs->elementType, rhs->elementType, out->elementType, ta,
+                    tb, m, n, k, batches, lhsShared, rhsShared, epi, c))
     return false;
   return execute(c, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
                  {lhs->data, rhs->data, out->data}, epi.bias);

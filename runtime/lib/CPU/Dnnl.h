@@ -52,6 +52,14 @@ bool dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                 int64_t k, int64_t batches, bool lhsShared, bool rhsShared,
                 const DnnlEpilogue *epilogue = nullptr);
 
+/// Whether dnnlMatmul takes an unbatched product of `in` operands into an
+/// `out` result with these transposes and sizes (creating and caching its
+/// primitive): a caller that must prepare an operand first asks before it
+/// does.
+bool dnnlMatmulAvailable(mpElementType in, mpElementType out,
+                         bool transposeLhs, bool transposeRhs, int64_t m,
+                         int64_t n, int64_t k);
+
 } // namespace mp::rt
 
 #endif // MP_RUNTIME_CPU_DNNL_H
