@@ -107,6 +107,13 @@ extern "C" mpStatus mpConvert(const void *src, mpElementType srcType,
   }
   if (libraryKernelsEnabled() && isTileType(srcType) && isTileType(dstType)) {
     forEachTile(count, 16, [&](int64_t i, int64_t n) {
+      // One side f32 (every cast AMP inserts): convert straight between
+      // the buffers, without the tile in between.
+      if (srcType == MP_F32)
+        return storeF32(static_cast<const float *>(src) + i, n, dst, dstType,
+                        i);
+      if (dstType == MP_F32)
+        return loadF32(src, srcType, i, n, static_cast<float *>(dst) + i);
       float x[kTile];
       loadF32(src, srcType, i, n, x);
       storeF32(x, n, dst, dstType, i);
