@@ -14,6 +14,9 @@
 //     signature) when the producing op may write there: either the argument
 //     it replaces is dead by then, or the op is an in-place optimizer/loss
 //     scale update of exactly that argument and its last reader;
+//   - a `tg.reshape` whose result the function does not return is a view of
+//     its input's buffer (a `memref.reinterpret_cast`, no copy): the two
+//     values share one storage, which lives until the last use of either;
 //   - everything else is a fresh `memref.alloc`, freed after its last use.
 // Results that could not be produced in place are copied at the end, into
 // destination arguments first and then into updated arguments, so a copy
@@ -231,8 +234,15 @@ private:
 
   /// Program position of every op; the return is last.
   DenseMap<Operation *, int64_t> position;
-  /// Position of the last op reading each value.
+  /// Position of the last op reading each value; for a value whose buffer
+  /// others view (storage), the last op reading any of them.
   DenseMap<Value, int64_t> lastUse;
+  /// The value owning the buffer of a reshape that is a view.
+  DenseMap<Value, Value> viewOf;
+  Value storage(Value v) const {
+    auto it = viewOf.find(v);
+    return it == viewOf.end() ? v : it->second;
+  }
   /// Values produced directly in the buffer of a result (by result index).
   DenseMap<Value, unsigned> producedFor;
   /// Results written by a copy at the end of the step.
@@ -278,11 +288,17 @@ LogicalResult FunctionLowering::check() {
 }
 
 void FunctionLowering::plan() {
+  DenseSet<Value> returned(llvm::from_range, ret.getOperands());
   int64_t p = 0;
   for (Operation &op : *body) {
     position[&op] = p;
     for (Value v : op.getOperands())
-      lastUse[v] = p;
+      lastUse[storage(v)] = p;
+    // A reshape's result keeps its input's elements in order: it views the
+    // input's buffer unless it must be written into a result's buffer.
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      if (!returned.contains(reshape.getResult()))
+        viewOf[reshape.getResult()] = storage(reshape.getInput());
     ++p;
   }
 
@@ -301,11 +317,14 @@ void FunctionLowering::plan() {
       int64_t defPosition = position[def];
       auto it = lastUse.find(target);
       int64_t targetLastUse = it == lastUse.end() ? -1 : it->second;
+      // (A view of the argument counts as the argument.)
       canPlace = targetLastUse < defPosition ||
                  (targetLastUse == defPosition &&
                   getInPlaceOperand(def, cast<OpResult>(value)
                                              .getResultNumber()) == target &&
-                  llvm::count(def->getOperands(), target) == 1);
+                  llvm::count_if(def->getOperands(), [&](Value v) {
+                    return storage(v) == target;
+                  }) == 1);
     }
     if (canPlace)
       producedFor[value] = r;
@@ -331,8 +350,8 @@ Value FunctionLowering::bufferFor(Value tensor) {
 
 void FunctionLowering::freeDead(Operation *op, int64_t p) {
   auto freeIfDead = [&](Value v, bool unused) {
-    auto it = owned.find(v);
-    if (it == owned.end() || (!unused && lastUse.lookup(v) != p))
+    auto it = owned.find(storage(v));
+    if (it == owned.end() || (!unused && lastUse.lookup(it->first) != p))
       return;
     memref::DeallocOp::create(b, op->getLoc(), it->second);
     owned.erase(it);
@@ -340,7 +359,7 @@ void FunctionLowering::freeDead(Operation *op, int64_t p) {
   for (Value v : op->getOperands())
     freeIfDead(v, false);
   for (Value v : op->getResults())
-    freeIfDead(v, v.use_empty());
+    freeIfDead(v, v.use_empty() && storage(v) == v);
 }
 
 LogicalResult FunctionLowering::run() {
@@ -506,6 +525,18 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
   Location loc = op->getLoc();
   // Buffers for the results, in order.
   SmallVector<Value> out;
+  if (auto reshape = dyn_cast<ReshapeOp>(op);
+      reshape && viewOf.count(reshape.getResult())) {
+    // The input's buffer under the result's shape: contiguous, offset 0.
+    auto type = toMemRef(reshape.getType());
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    for (int64_t d = type.getRank() - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+    buffers[reshape.getResult()] = memref::ReinterpretCastOp::create(
+        b, loc, type, operand(reshape.getInput()), /*offset=*/0,
+        type.getShape(), strides);
+    return success();
+  }
   if (!isa<ConstantOp>(op))
     for (Value r : op->getResults())
       out.push_back(bufferFor(r));

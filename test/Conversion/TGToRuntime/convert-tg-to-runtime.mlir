@@ -97,6 +97,68 @@ func.func @read_after_update(%w: tensor<4xf32> {tg.param = "w"}, %g: tensor<4xf3
 
 // -----
 
+// A reshape that is not returned views its input's buffer: no call, and the
+// shared buffer lives until the view's last use, not the input's.
+// CHECK-LABEL: func @reshape_view
+// CHECK: %[[T:.*]] = memref.alloc() : memref<4x6xf32>
+// CHECK: call @mprt_unary
+// CHECK-NOT: mprt_copy
+// CHECK: %[[V:.*]] = memref.reinterpret_cast %[[T]] to offset: [0], sizes: [2, 12], strides: [12, 1] : memref<4x6xf32> to memref<2x12xf32>
+// CHECK-NOT: memref.dealloc
+// CHECK: extract_aligned_pointer_as_index %[[V]]
+// CHECK: call @mprt_unary
+// CHECK-NEXT: }
+// CHECK-NEXT: memref.dealloc %[[T]]
+// CHECK-NOT: memref.dealloc
+// CHECK: return
+func.func @reshape_view(%a: tensor<4x6xf32>) -> tensor<2x12xf32> {
+  %t = tg.relu %a : tensor<4x6xf32>
+  %v = tg.reshape %t : (tensor<4x6xf32>) -> tensor<2x12xf32>
+  %r = tg.neg %v : tensor<2x12xf32>
+  return %r : tensor<2x12xf32>
+}
+
+// -----
+
+// A returned reshape is written into its destination by a copy.
+// CHECK-LABEL: func @reshape_returned
+// CHECK-SAME: %[[OUT:[^:]*]]: memref<2x12xf32> {mp.result = 0 : i64}
+// CHECK-NOT: reinterpret_cast
+// CHECK: extract_aligned_pointer_as_index %[[OUT]]
+// CHECK: call @mprt_copy
+func.func @reshape_returned(%a: tensor<4x6xf32>) -> tensor<2x12xf32> {
+  %t = tg.relu %a : tensor<4x6xf32>
+  %v = tg.reshape %t : (tensor<4x6xf32>) -> tensor<2x12xf32>
+  return %v : tensor<2x12xf32>
+}
+
+// -----
+
+// A view of a parameter counts as the parameter: read after the update, it
+// keeps the update out of the parameter's buffer until the end.
+// CHECK-LABEL: func @view_read_after_update
+// CHECK-SAME: %[[W:[^:]*]]: memref<4xf32> {mp.param = "w"}
+// CHECK: %[[V:.*]] = memref.reinterpret_cast %[[W]]
+// CHECK: %[[NEW:.*]] = memref.alloc() : memref<4xf32>
+// CHECK: call @mprt_sgd_update
+// CHECK: extract_aligned_pointer_as_index %[[V]]
+// CHECK: call @mprt_binary
+// CHECK: extract_aligned_pointer_as_index %[[NEW]]
+// CHECK: extract_aligned_pointer_as_index %[[W]]
+// CHECK: call @mprt_copy
+func.func @view_read_after_update(%w: tensor<4xf32> {tg.param = "w"}, %g: tensor<2x2xf32> {tg.input = "g"})
+    -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}, tensor<2x2xf32> {tg.output = "wg"})
+    attributes {tg.train_step} {
+  %v = tg.reshape %w : (tensor<4xf32>) -> tensor<2x2xf32>
+  %gf = tg.reshape %g : (tensor<2x2xf32>) -> tensor<4xf32>
+  %w1 = tg.sgd_update %w, %gf {lr = 0.1 : f32} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %wg = tg.mul %v, %g : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %l = tg.reduce_sum %wg axes = [0, 1] : (tensor<2x2xf32>) -> tensor<f32>
+  return %l, %w1, %wg : tensor<f32>, tensor<4xf32>, tensor<2x2xf32>
+}
+
+// -----
+
 // Variadic ops: every tensor goes into one block.
 // CHECK-LABEL: func @variadic
 // CHECK: memref.alloca() : memref<{{[0-9]+}}xi64>
