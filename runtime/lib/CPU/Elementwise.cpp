@@ -24,11 +24,6 @@
 #include <cmath>
 #include <initializer_list>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define MP_X86 1
-#include <immintrin.h>
-#endif
-
 using namespace mp::rt;
 
 namespace {

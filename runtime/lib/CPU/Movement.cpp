@@ -19,11 +19,6 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define MP_X86 1
-#include <immintrin.h>
-#endif
-
 using namespace mp::rt;
 
 namespace {

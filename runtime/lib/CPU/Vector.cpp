@@ -25,11 +25,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define MP_X86 1
-#include <immintrin.h>
-#endif
-
 using namespace mp::rt;
 
 const CpuFeatures &mp::rt::cpuFeatures() {

@@ -23,6 +23,14 @@
 
 #include <cstdint>
 
+// MP_X86: the kernels may use x86 intrinsics, each in a function compiled
+// for its instruction set (__attribute__((target))) and called only where
+// cpuFeatures() has it.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MP_X86 1
+#include <immintrin.h>
+#endif
+
 namespace mp::rt {
 
 /// Elements per tile: small enough to stay in L1 with three operands.
