@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 using namespace mp::rt;
@@ -194,17 +195,19 @@ bool mp::rt::gemmConv2d(DnnlConv kind, const mpTensor *src,
           : dnnlMatmulAvailable(type, MP_F32, false, false, m, k, o);
   if (!available)
     return false;
-  size_t size = mpElementSize(type);
-  std::vector<char> colBytes;
+  // Scratch matrices are written whole before they are read: left
+  // uninitialised (new[] without value-initialisation).
+  std::unique_ptr<uint32_t[]> colWords;
   auto unfold = [&] {
-    colBytes.resize(size_t(m * k) * size);
-    if (type == MP_F32)
-      im2col(s, w, static_cast<const uint32_t *>(src->data),
-             reinterpret_cast<uint32_t *>(colBytes.data()));
-    else
+    if (type == MP_F32) {
+      colWords.reset(new uint32_t[size_t(m * k)]);
+      im2col(s, w, static_cast<const uint32_t *>(src->data), colWords.get());
+    } else {
+      colWords.reset(new uint32_t[size_t(m * k + 1) / 2]);
       im2col(s, w, static_cast<const uint16_t *>(src->data),
-             reinterpret_cast<uint16_t *>(colBytes.data()));
-    return matrix(colBytes.data(), type, m, k);
+             reinterpret_cast<uint16_t *>(colWords.get()));
+    }
+    return matrix(colWords.get(), type, m, k);
   };
   mpTensor filter = matrix(weights->data, weights->elementType, o, k);
   switch (kind) {
@@ -220,8 +223,8 @@ bool mp::rt::gemmConv2d(DnnlConv kind, const mpTensor *src,
                       true);
   }
   case DnnlConv::BackwardData: {
-    std::vector<float> dcolData(size_t(m * k));
-    mpTensor dcols = matrix(dcolData.data(), MP_F32, m, k);
+    std::unique_ptr<float[]> dcolData(new float[size_t(m * k)]);
+    mpTensor dcols = matrix(dcolData.get(), MP_F32, m, k);
     mpTensor dy = matrix(dst->data, type, m, o);
     if (!dnnlMatmul(&dy, &filter, &dcols, false, false, m, k, o, 1, true,
                     true))
@@ -233,7 +236,7 @@ bool mp::rt::gemmConv2d(DnnlConv kind, const mpTensor *src,
       wide.resize(size_t(mpNumElements(src)));
       dx = wide.data();
     }
-    col2im(s, w, dcolData.data(), dx);
+    col2im(s, w, dcolData.get(), dx);
     return wide.empty() || mpConvert(dx, MP_F32, src->data, src->elementType,
                                      int64_t(wide.size())) == MP_OK;
   }

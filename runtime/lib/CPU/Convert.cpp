@@ -100,6 +100,8 @@ extern "C" mpStatus mpConvert(const void *src, mpElementType srcType,
   if (!mpElementSize(srcType) || !mpElementSize(dstType) || count < 0 ||
       (count > 0 && (!src || !dst)))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (srcType == dstType && src == dst)
+    return MP_OK; // in place: nothing to convert
   if (!isFloatType(srcType) || !isFloatType(dstType)) {
     for (int64_t i = 0; i < count; ++i)
       storeAny(dst, dstType, i, loadAny(src, srcType, i));
