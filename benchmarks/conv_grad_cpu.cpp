@@ -26,51 +26,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mp/Runtime/MPRuntime.h"
+#include "cpu_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
-namespace {
+using bench::Buffer;
+using bench::nowMs;
 
-/// A tensor with its own bytes, filled with a small repeating pattern.
-struct Buffer {
-  std::vector<char> bytes;
-  mpTensor t{};
-  Buffer(mpElementType type, std::vector<int64_t> shape) {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    bytes.assign(size_t(n) * mpElementSize(type), 0);
-    std::vector<float> values(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      values[size_t(i)] = float(i % 7) * 0.1f - 0.3f;
-    mpConvert(values.data(), MP_F32, bytes.data(), type, n);
-    t.data = bytes.data();
-    t.elementType = type;
-    t.rank = int32_t(shape.size());
-    for (size_t d = 0; d < shape.size(); ++d)
-      t.shape[d] = shape[d];
-  }
-  int64_t count() const { return mpNumElements(&t); }
-};
-
-double nowMs() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-void check(mpStatus s) {
-  if (s != MP_OK) {
-    std::fprintf(stderr, "conv_grad_cpu: a runtime call failed (%d)\n", s);
-    std::exit(1);
-  }
-}
-
-} // namespace
+static void check(mpStatus s) { bench::check("conv_grad_cpu", s); }
 
 int main() {
   struct Shape {

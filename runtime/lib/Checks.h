@@ -163,6 +163,16 @@ inline bool windowShape(const Act &in, const Act &out, int64_t kh, int64_t kw,
          out.w == (pw - ew) / win->strides[1] + 1;
 }
 
+/// Calls `body(oy, ox, y0, x0)` for every output position with the input
+/// position of its window's top-left corner (possibly in the padding).
+template <typename Body>
+void forEachPosition(const Act &out, const mpWindow *w, Body body) {
+  for (int64_t oy = 0; oy < out.h; ++oy)
+    for (int64_t ox = 0; ox < out.w; ++ox)
+      body(oy, ox, oy * w->strides[0] - w->padding[0],
+           ox * w->strides[1] - w->padding[1]);
+}
+
 /// A convolution's input, filter and output, checked.
 struct ConvShape {
   Act in, out;

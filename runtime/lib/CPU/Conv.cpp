@@ -6,9 +6,9 @@
 // * mpConv2d and its gradients run 1x1 NHWC convolutions as oneDNN
 //   matmuls, NHWC convolutions with few output positions as im2col GEMMs
 //   (ConvGemm.cpp), and offer the others to oneDNN (Dnnl.cpp), which takes
-//   f32 and bf16 storage with f32 accumulation where the CPU supports it. f16 (and
-//   unsupported bf16) storage computing in f32 goes to oneDNN's f32
-//   convolution on exactly widened copies, the result rounded once.
+//   f32 and bf16 storage with f32 accumulation where the CPU supports it.
+//   f16 (and unsupported bf16) storage computing in f32 goes to the f32
+//   paths on exactly widened copies, the result rounded once.
 //   Everything else (f64, f16 or bf16 compute) runs here.
 // * Pooling with any compute type but f64, and batch norm with f32 compute,
 //   have fast paths (float buffers, vector conversions, threads over planes
@@ -37,16 +37,6 @@
 using namespace mp::rt;
 
 namespace {
-
-/// Calls `body(oy, ox, y0, x0)` for every output position with the input
-/// position of its window's top-left corner (possibly in the padding).
-template <typename Body>
-void forEachPosition(const Act &out, const mpWindow *w, Body body) {
-  for (int64_t oy = 0; oy < out.h; ++oy)
-    for (int64_t ox = 0; ox < out.w; ++ox)
-      body(oy, ox, oy * w->strides[0] - w->padding[0],
-           ox * w->strides[1] - w->padding[1]);
-}
 
 /// Calls `body(input index, filter index)` for every tap of output channel
 /// `o`'s window at (y0, x0) in image `n` that lies inside the input, in

@@ -127,26 +127,24 @@ void col2im(const ConvShape &s, const mpWindow *w, const float *dcols,
         for (int64_t x = 0; x < s.in.w; ++x)
           std::memset(dx + s.in.at(n, c0, y, x), 0,
                       size_t(c1 - c0) * sizeof(float));
-      for (int64_t oy = 0; oy < s.out.h; ++oy)
-        for (int64_t ox = 0; ox < s.out.w; ++ox) {
-          int64_t row = (n * s.out.h + oy) * s.out.w + ox;
-          int64_t y0 = oy * w->strides[0] - w->padding[0];
-          int64_t x0 = ox * w->strides[1] - w->padding[1];
-          for (int64_t ky = 0; ky < s.kh; ++ky) {
-            int64_t y = y0 + ky * w->dilations[0];
-            if (y < 0 || y >= s.in.h)
+      forEachPosition(s.out, w, [&](int64_t oy, int64_t ox, int64_t y0,
+                                    int64_t x0) {
+        int64_t row = (n * s.out.h + oy) * s.out.w + ox;
+        for (int64_t ky = 0; ky < s.kh; ++ky) {
+          int64_t y = y0 + ky * w->dilations[0];
+          if (y < 0 || y >= s.in.h)
+            continue;
+          for (int64_t kx = 0; kx < s.kw; ++kx) {
+            int64_t xx = x0 + kx * w->dilations[1];
+            if (xx < 0 || xx >= s.in.w)
               continue;
-            for (int64_t kx = 0; kx < s.kw; ++kx) {
-              int64_t xx = x0 + kx * w->dilations[1];
-              if (xx < 0 || xx >= s.in.w)
-                continue;
-              const float *src = dcols + row * k + ky * s.kw + kx;
-              float *dst = dx + s.in.at(n, 0, y, xx);
-              for (int64_t c = c0; c < c1; ++c)
-                dst[c] += src[c * taps];
-            }
+            const float *src = dcols + row * k + ky * s.kw + kx;
+            float *dst = dx + s.in.at(n, 0, y, xx);
+            for (int64_t c = c0; c < c1; ++c)
+              dst[c] += src[c * taps];
           }
         }
+      });
     }
   });
 }
