@@ -38,8 +38,6 @@ T roundCompute(mpElementType compute, T x) {
   return x;
 }
 
-constexpr double kSqrt2OverPi = 0.79788456080286535587989211986876;
-
 template <typename T>
 __attribute__((always_inline)) inline T unary(mpUnaryKind kind, T x) {
   switch (kind) {
@@ -50,8 +48,7 @@ __attribute__((always_inline)) inline T unary(mpUnaryKind kind, T x) {
   case MP_GELU:
     return x * mathNormalCdf(x);
   case MP_GELU_TANH:
-    return T(0.5) * x *
-           (T(1) + mathTanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
+    return geluTanh(x);
   case MP_TANH:
     return mathTanh(x);
   case MP_SIGMOID:
@@ -102,16 +99,11 @@ __attribute__((always_inline)) inline T activationGrad(mpActivationGradKind kind
   case MP_RELU_GRAD:
     return s > T(0) ? dy : T(0);
   case MP_GELU_GRAD: {
-    T cdf = mathNormalCdf(s);
-    T pdf = mathExp(T(-0.5) * s * s) * T(kSqrt2OverPi / 2);
-    return dy * (cdf + s * pdf);
+    CdfPdf<T> n = mathNormalCdfPdf(s);
+    return dy * (n.cdf + s * n.pdf);
   }
-  case MP_GELU_TANH_GRAD: {
-    T inner = T(kSqrt2OverPi) * (s + T(0.044715) * s * s * s);
-    T t = mathTanh(inner);
-    T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * 0.044715) * s * s);
-    return dy * (T(0.5) * (T(1) + t) + T(0.5) * s * (T(1) - t * t) * dinner);
-  }
+  case MP_GELU_TANH_GRAD:
+    return geluTanhGrad(dy, s);
   case MP_TANH_GRAD:
     return dy * (T(1) - s * s);
   case MP_SIGMOID_GRAD:

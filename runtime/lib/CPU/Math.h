@@ -21,7 +21,11 @@
 // z >= 1/2 is the Chebyshev fit of Numerical Recipes (2nd ed., 6.2;
 // fractional error below 1.2e-7) with exp(-z^2) evaluated as
 // exp(-h^2) exp(-(z - h)(z + h)), h being z rounded to 12 bits, so that
-// z^2 is exact. tanh is its Maclaurin series for |x| < 1/4 and
+// z^2 is exact. The normal CDF needs only one exponential, which the GELU
+// gradient shares with the density: 1 - cdf(|x|) = 0.5 t P(t) e^(-x^2 / 2)
+// with t = 1 / (1 + |x| / 2 sqrt 2) and P a degree-10 polynomial fitted
+// here to erfc(z) e^(z^2) / t (z = |x| / sqrt 2), the exponent split like
+// erfc's. tanh is its Maclaurin series for |x| < 1/4 and
 // 1 - 2 / (e^2x + 1) beyond.
 //
 // The bits assume the default floating-point environment (round to
@@ -69,24 +73,30 @@ inline float withSignOf(float x, float s) {
   return floatOf((bitsOf(x) & 0x7fffffffu) | (bitsOf(s) & 0x80000000u));
 }
 
-/// e^x.
-inline float expF(float x) {
+/// e^(a + c) for |c| below 1/4, with a reduced exactly: a - k ln 2 loses
+/// no bits for any float a (k has at most 8 bits and ln 2's high part 9),
+/// so a may be a large exact value (-x^2 / 2 from a 12-bit x) and c the
+/// small remainder that rounding a + c would lose.
+inline float expSumF(float a, float c) {
   // Past 88.8, e^x is infinite; below -104 it rounds to zero, which is
   // selected at the end while the lane computes e^0: computing it would
   // make a subnormal product, and each such multiply costs a microcode
   // assist (a softmax row with a causal mask has half its entries there).
   // NaN compares false and passes through.
+  float x = a + c;
   bool zero = x < -104.0f;
-  x = selectF(x > 88.8f, 88.8f, x);
-  x = selectF(zero, 0.0f, x);
+  bool huge = x > 88.8f;
+  a = selectF(huge, 88.8f, selectF(zero, 0.0f, a));
+  c = selectF(huge || zero, 0.0f, c);
   // n = round(x / ln 2), read from the low bits of a float with 2^23 in
   // its exponent: integer arithmetic only, whatever x is.
   const float shifter = 12582912.0f; // 1.5 * 2^23
-  float t = x * 1.44269504088896341f + shifter;
+  float t = (a + c) * 1.44269504088896341f + shifter;
   uint32_t n = bitsOf(t) - bitsOf(shifter);
   float k = t - shifter;
-  float r = x - k * 0.693359375f;   // ln 2, high part (exact product)
+  float r = a - k * 0.693359375f;   // ln 2, high part (exact product)
   r = r - k * -2.12194440e-4f;      // ln 2, low part
+  r = r + c;
   float z = r * r;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -102,6 +112,9 @@ inline float expF(float x) {
   float s2 = floatOf((n - half + 127u) << 23);
   return selectF(zero, 0.0f, p * s1 * s2);
 }
+
+/// e^x.
+inline float expF(float x) { return expSumF(x, 0.0f); }
 
 /// erf(z) / z for |z| <= 1: its Maclaurin series, 2/sqrt(pi) times
 /// (-1)^n z^2n / (n! (2n + 1)) for n up to 11 (the next term is below
@@ -156,21 +169,51 @@ inline float erfF(float z) {
   return selectF(a <= 1.0f, small, large);
 }
 
-/// The standard normal CDF, 0.5 (1 + erf(x / sqrt 2)), without the
-/// cancellation that formula has for negative x, and with x^2 / 2 taken
-/// from x itself (rounding x / sqrt 2 first would cost x^2 ulps).
-inline float normalCdfF(float x) {
-  float z = x * 0.70710678118654752f;
-  float a = absF(z);
-  float small = 0.5f + 0.5f * (z * erfSmallOverZ(selectF(a > 0.5f, 0.5f, a)));
-  float ax = absF(x);
-  float b = selectF(ax < 0.5f, 0.5f, selectF(ax > 17.0f, 17.0f, ax));
-  float h = high12(b);
-  float tail = 0.5f * erfcLarge(b * 0.70710678118654752f, 0.5f * (h * h),
-                                0.5f * ((b - h) * (b + h))); // 1 - cdf(|x|)
-  float far = selectF(x < 0.0f, tail, 1.0f - tail);
-  return selectF(a <= 0.5f, small, far);
+/// erfc(z) e^(z^2) / t with t = 1 / (1 + z / 2), for z >= 0 (|x| / sqrt 2
+/// up to 17 / sqrt 2): a degree-10 polynomial in t, fitted for relative
+/// error (3.4e-8 with these f32 coefficients; its terms never cancel by
+/// more than a factor of 2.2). It runs from 1 at z = 0 to 1 / (2 sqrt pi)
+/// as z grows.
+inline float erfcxOverT(float t) {
+  float p = 3.911756352e-02f;
+  p = p * t + -2.106787413e-01f;
+  p = p * t + 4.318269193e-01f;
+  p = p * t + -3.639399707e-01f;
+  p = p * t + 4.766031727e-02f;
+  p = p * t + -7.719788235e-03f;
+  p = p * t + 7.272148877e-02f;
+  p = p * t + 1.807397306e-01f;
+  p = p * t + 2.460083514e-01f;
+  p = p * t + 2.821723223e-01f;
+  p = p * t + 2.820918262e-01f;
+  return p;
 }
+
+/// The standard normal CDF and density at x: cdf = 0.5 (1 + erf(x /
+/// sqrt 2)) and pdf = e^(-x^2 / 2) / sqrt(2 pi), sharing the exponential.
+/// 1 - cdf(|x|) = 0.5 erfc(|x| / sqrt 2) = (t / 2) erfcxOverT(t)
+/// e^(-x^2 / 2) has no cancellation, so negative x, where the formula
+/// above loses every bit, is as accurate as positive; the exponent -x^2 / 2 is split into the exact
+/// square of x's first 12 bits and a small remainder (rounding x^2 would
+/// cost x^2 ulps).
+template <typename T>
+struct CdfPdf {
+  T cdf, pdf;
+};
+inline CdfPdf<float> normalCdfPdfF(float x) {
+  float ax = absF(x);
+  // Past 17 the tail is below f32's smallest subnormal; the clamp keeps
+  // infinities out (NaN passes through).
+  float b = selectF(ax > 17.0f, 17.0f, ax);
+  float t = 1.0f / (1.0f + b * 0.35355339059327376f); // 1 / (1 + b / 2 sqrt 2)
+  float h = high12(b);
+  float e = expSumF(-0.5f * (h * h), -0.5f * ((b - h) * (b + h)));
+  float tail = (0.5f * t * erfcxOverT(t)) * e; // 0.5 erfc(b / sqrt 2)
+  return {selectF(x < 0.0f, tail, 1.0f - tail), 0.39894228040143268f * e};
+}
+
+/// The standard normal CDF.
+inline float normalCdfF(float x) { return normalCdfPdfF(x).cdf; }
 
 /// tanh(x).
 inline float tanhF(float x) {
@@ -210,6 +253,29 @@ inline double mathErf(double x) { return std::erf(x); }
 inline float mathNormalCdf(float x) { return normalCdfF(x); }
 inline double mathNormalCdf(double x) {
   return 0.5 * std::erfc(-x * 0.70710678118654752440);
+}
+inline CdfPdf<float> mathNormalCdfPdf(float x) { return normalCdfPdfF(x); }
+inline CdfPdf<double> mathNormalCdfPdf(double x) {
+  return {mathNormalCdf(x), 0.39894228040143268 * std::exp(-0.5 * x * x)};
+}
+
+/// GELU's tanh approximation, 0.5 x (1 + tanh u) with u = sqrt(2 / pi)
+/// (x + 0.044715 x^3), as x / (1 + e^-2u) (0.5 (1 + tanh u) is the
+/// logistic function of 2u): one exponential and one division, and no
+/// cancellation where tanh u nears -1.
+template <typename T> T geluTanh(T x) {
+  T u = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+  return x / (T(1) + mathExp(T(-2) * u));
+}
+
+/// dy times GELU-tanh's derivative at x: with s = 1 / (1 + e^-2u), the
+/// derivative of x s is s + 2 x s (1 - s) du/dx.
+template <typename T> T geluTanhGrad(T dy, T x) {
+  T x2 = x * x;
+  T u = T(0.79788456080286535588) * (x + T(0.044715) * x2 * x);
+  T du = T(0.79788456080286535588) * (T(1) + T(3 * 0.044715) * x2);
+  T s = T(1) / (T(1) + mathExp(T(-2) * u));
+  return dy * (s + T(2) * x * s * (T(1) - s) * du);
 }
 
 } // namespace mp::rt

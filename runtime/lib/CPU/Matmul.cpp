@@ -211,10 +211,8 @@ template <typename T> T activate(mpActivation a, T x) {
     return x > T(0) ? x : T(0);
   case MP_ACTIVATION_GELU:
     return x * mathNormalCdf(x);
-  case MP_ACTIVATION_GELU_TANH: {
-    T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
-    return T(0.5) * x * (T(1) + mathTanh(inner));
-  }
+  case MP_ACTIVATION_GELU_TANH:
+    return geluTanh(x);
   default:
     return x;
   }
