@@ -403,6 +403,29 @@ void testElementwise(std::mt19937_64 &rng) {
     check(ok, std::string("every binary op, broadcast form '") + f.name +
                   "', every type " + why);
   }
+  // Select: the condition in the first form, the chosen-when-true value in
+  // the second, the other one whole (then as a scalar, as masks use it).
+  for (const Form &f : forms) {
+    bool ok = true;
+    for (mpElementType t : kTypes)
+      for (bool scalarFalse : {false, true}) {
+        Buffer c(MP_I1, f.lhs), a(t, f.rhs), b(t, scalarFalse
+                                                 ? std::vector<int64_t>{}
+                                                 : f.out),
+            o(t, f.out);
+        for (unsigned char &byte : c.bytes)
+          byte = rng() % 3 == 0 ? 0 : uint8_t(1 + rng() % 2);
+        fill(a, rng);
+        fill(b, rng);
+        mpTensor C = c.tensor(), A = a.tensor(), B = b.tensor();
+        ok &= sameBits({&o}, [&] {
+          mpTensor O = o.tensor();
+          return mpSelect(&C, &A, &B, &O);
+        }, why);
+      }
+    check(ok, std::string("select, broadcast form '") + f.name +
+                  "', every type " + why);
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -612,6 +612,34 @@ extern "C" mpStatus mpCompare(mpCompareKind kind, const mpTensor *lhs,
   return MP_OK;
 }
 
+namespace {
+
+/// Select over tiles, across threads, for floating-point values: the
+/// condition and both values loaded (broadcast) as f32, which holds f16 and
+/// bf16 exactly, so the store writes back the chosen value's bits.
+bool fastSelect(const mpTensor *cond, const mpTensor *onTrue,
+                const mpTensor *onFalse, mpTensor *out,
+                const int64_t (*strides)[MP_MAX_RANK]) {
+  if (!tileTypes({out->elementType}))
+    return false;
+  Operand c, a, b;
+  c.init(cond, *out, strides[0]);
+  a.init(onTrue, *out, strides[1]);
+  b.init(onFalse, *out, strides[2]);
+  forEachTile(mpNumElements(out), kCheapTiles, [&](int64_t i, int64_t n) {
+    float m[kTile], x[kTile], y[kTile];
+    c.load(i, n, m);
+    a.load(i, n, x);
+    b.load(i, n, y);
+    for (int64_t k = 0; k < n; ++k)
+      x[k] = selectF(m[k] != 0.0f, x[k], y[k]);
+    storeF32(x, n, out->data, out->elementType, i);
+  });
+  return true;
+}
+
+} // namespace
+
 extern "C" mpStatus mpSelect(const mpTensor *cond, const mpTensor *onTrue,
                              const mpTensor *onFalse, mpTensor *out) {
   int64_t strides[3][MP_MAX_RANK] = {};
@@ -622,6 +650,8 @@ extern "C" mpStatus mpSelect(const mpTensor *cond, const mpTensor *onTrue,
       !broadcastStridesTo(*onTrue, *out, strides[1]) ||
       !broadcastStridesTo(*onFalse, *out, strides[2]))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastSelect(cond, onTrue, onFalse, out, strides))
+    return MP_OK;
   size_t size = mpElementSize(out->elementType);
   const auto *c = static_cast<const uint8_t *>(cond->data);
   const auto *t = static_cast<const char *>(onTrue->data);

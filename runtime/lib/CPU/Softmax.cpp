@@ -5,8 +5,11 @@
 //
 // With the fast kernels on and f32 compute, softmax over the last axis and
 // reductions over one contiguous run of axes read converted rows or tiles
-// and split rows (or kept elements) across threads; each sum still adds its
-// inputs one by one in input order, so the result is the reference loop's.
+// and split rows (or kept elements) across threads. A reduction's sum still
+// adds its inputs one by one in input order, so the result is the reference
+// loop's. Softmax and its gradient reduce each row in eight interleaved
+// lanes instead (laneReduce), a vector register's worth of independent
+// chains; their reference loops take the same order, so the two agree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +29,32 @@ static bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
 
+/// Reduces get(0), ..., get(len - 1) with `op` in kLanes interleaved lanes:
+/// element k goes to lane k % kLanes, each lane in order from `init`, and
+/// the lanes are combined pairwise, ((0 1) (2 3)) ((4 5) (6 7)). A loop
+/// of independent chains, where one running sum waits a whole add latency
+/// per element; the fast paths' lanes compile to one vector register.
+constexpr int kLanes = 8;
+template <typename T, typename Get, typename Op>
+static inline T laneReduce(int64_t len, T init, Get get, Op op) {
+  T acc[kLanes];
+  for (int j = 0; j < kLanes; ++j)
+    acc[j] = init;
+  int64_t k = 0;
+  for (; k + kLanes <= len; k += kLanes)
+    for (int j = 0; j < kLanes; ++j)
+      acc[j] = op(acc[j], get(k + j));
+  for (; k < len; ++k)
+    acc[k % kLanes] = op(acc[k % kLanes], get(k));
+  for (int w = 1; w < kLanes; w *= 2)
+    for (int j = 0; j < kLanes; j += 2 * w)
+      acc[j] = op(acc[j], acc[j + w]);
+  return acc[0];
+}
+
+/// std::max's order: NaNs are passed over, as in every softmax loop here.
+template <typename T> static inline T maxOf(T a, T b) { return a < b ? b : a; }
+
 static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
                         int32_t logSoftmax, mpElementType compute) {
   if (v.inner != 1 || !f32FastPath(compute, {in, out}))
@@ -35,15 +64,12 @@ static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
     float *x = scratchRow(0, len);
     for (int64_t o = begin; o < end; ++o) {
       loadF32(in->data, in->elementType, o * len, len, x);
-      float mx = -INFINITY;
-      for (int64_t k = 0; k < len; ++k)
-        mx = std::max(mx, x[k]);
-      // The exponentials in a vectorised loop, then their sum in order.
+      auto xAt = [x](int64_t k) { return x[k]; };
+      float mx = laneReduce(len, -INFINITY, xAt, maxOf<float>);
       float *e = scratchRow(1, len);
       expShifted(x, mx, e, len);
-      float sum = 0;
-      for (int64_t k = 0; k < len; ++k)
-        sum = sum + e[k];
+      float sum = laneReduce(len, 0.0f, [e](int64_t k) { return e[k]; },
+                             [](float a, float b) { return a + b; });
       if (logSoftmax) {
         float logSum = std::log(sum);
         for (int64_t k = 0; k < len; ++k)
@@ -69,9 +95,13 @@ static bool fastSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
     for (int64_t o = begin; o < end; ++o) {
       loadF32(dy->data, dy->elementType, o * len, len, g);
       loadF32(y->data, y->elementType, o * len, len, p);
-      float sum = 0;
-      for (int64_t k = 0; k < len; ++k)
-        sum = sum + (logSoftmax ? g[k] : g[k] * p[k]);
+      float sum =
+          logSoftmax
+              ? laneReduce(len, 0.0f, [g](int64_t k) { return g[k]; },
+                           [](float a, float b) { return a + b; })
+              : laneReduce(len, 0.0f,
+                           [g, p](int64_t k) { return g[k] * p[k]; },
+                           [](float a, float b) { return a + b; });
       for (int64_t k = 0; k < len; ++k)
         g[k] = logSoftmax ? g[k] - expF(p[k]) * sum : p[k] * (g[k] - sum);
       storeF32(g, len, dx->data, dx->elementType, o * len);
@@ -93,12 +123,15 @@ extern "C" mpStatus mpSoftmax(const mpTensor *in, mpTensor *out,
     using T = decltype(a.r(0));
     for (int64_t o = 0; o < v.outer; ++o)
       for (int64_t i = 0; i < v.inner; ++i) {
-        T mx = -INFINITY;
-        for (int64_t k = 0; k < v.len; ++k)
-          mx = std::max(mx, a.in(in, v.index(o, k, i)));
-        T sum = 0;
-        for (int64_t k = 0; k < v.len; ++k)
-          sum = a.add(sum, a.exp(a.sub(a.in(in, v.index(o, k, i)), mx)));
+        T mx = laneReduce(
+            v.len, T(-INFINITY),
+            [&](int64_t k) { return a.in(in, v.index(o, k, i)); }, maxOf<T>);
+        T sum = laneReduce(
+            v.len, T(0),
+            [&](int64_t k) {
+              return a.exp(a.sub(a.in(in, v.index(o, k, i)), mx));
+            },
+            [&](T x, T y) { return a.add(x, y); });
         T logSum = a.log(sum);
         for (int64_t k = 0; k < v.len; ++k) {
           T x = a.sub(a.in(in, v.index(o, k, i)), mx);
@@ -123,12 +156,14 @@ extern "C" mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
     using T = decltype(a.r(0));
     for (int64_t o = 0; o < v.outer; ++o)
       for (int64_t i = 0; i < v.inner; ++i) {
-        T sum = 0;
-        for (int64_t k = 0; k < v.len; ++k) {
-          int64_t j = v.index(o, k, i);
-          sum = a.add(sum, logSoftmax ? a.in(dy, j)
-                                      : a.mul(a.in(dy, j), a.in(y, j)));
-        }
+        T sum = laneReduce(
+            v.len, T(0),
+            [&](int64_t k) {
+              int64_t j = v.index(o, k, i);
+              return logSoftmax ? a.in(dy, j)
+                                : a.mul(a.in(dy, j), a.in(y, j));
+            },
+            [&](T x, T y) { return a.add(x, y); });
         for (int64_t k = 0; k < v.len; ++k) {
           int64_t j = v.index(o, k, i);
           T r = logSoftmax

@@ -250,6 +250,12 @@ void store16(const float *in, int64_t n, bool bf16, uint16_t *out) {
 
 void mp::rt::loadF32(const void *data, mpElementType t, int64_t offset,
                      int64_t n, float *out) {
+  if (t == MP_I1) {
+    const uint8_t *bytes = static_cast<const uint8_t *>(data) + offset;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = bytes[i] ? 1.0f : 0.0f;
+    return;
+  }
   if (t == MP_F32) {
     std::memcpy(out, static_cast<const float *>(data) + offset,
                 size_t(n) * sizeof(float));

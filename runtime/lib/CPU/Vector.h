@@ -51,7 +51,8 @@ struct CpuFeatures {
 };
 const CpuFeatures &cpuFeatures();
 
-/// Converts data[offset, offset + n) of type `t` to f32 (exact).
+/// Converts data[offset, offset + n) of type `t` (f32, f16, bf16, or i1 as
+/// 0 or 1) to f32 (exact).
 void loadF32(const void *data, mpElementType t, int64_t offset, int64_t n,
              float *out);
 /// Stores `n` values into data[offset, ...) of type `t`, rounding to nearest
