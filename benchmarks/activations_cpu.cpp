@@ -6,8 +6,9 @@
 // elements: batch 8, 128 tokens, 4096 features), with f32 and bf16
 // storage. ReLU, which only moves bytes, is the floor: the table gives
 // ns per element and each kind's time as a ratio to ReLU's in the same
-// run. The kinds alternate in one process, 12 times; each entry is the
-// minimum of the last 10. Build against the runtime library of a Release
+// run. Softmax over rows of 128 (GPT-2's attention) and a select under a
+// causal mask [128, 128] follow, on as many elements. The kinds alternate
+// in one process, 12 times; each entry is the minimum of the last 10. Build against the runtime library of a Release
 // build (one command):
 //
 //   g++ -O2 -I runtime/include benchmarks/activations_cpu.cpp
@@ -55,8 +56,36 @@ int main(int argc, char **argv) {
               "gradient");
   for (mpElementType type : {MP_F32, MP_BF16}) {
     Buffer x(type, {n}), y(type, {n}), dy(type, {n}), dx(type, {n});
-    std::vector<std::vector<double>> times(std::size(kinds) * 2);
-    for (int round = 0; round < 12; ++round)
+    int64_t rows = std::max<int64_t>(n / 128, 1);
+    Buffer scores(type, {rows, 128}), probs(type, {rows, 128}),
+        dprobs(type, {rows, 128}), dscores(type, {rows, 128});
+    Buffer mask(MP_I1, {128, 128}), fill(type, {});
+    for (int64_t i = 0; i < 128 * 128; ++i)
+      mask.bytes[size_t(i)] = i % 128 <= i / 128; // causal: column <= row
+    // The softmax's forward and gradient, the select, after the kinds.
+    std::vector<std::vector<double>> times(std::size(kinds) * 2 + 3);
+    for (int round = 0; round < 12; ++round) {
+      double s0 = nowMs();
+      check(mpSoftmax(&scores.t, &probs.t, 1, 0, MP_F32));
+      double s1 = nowMs();
+      check(mpSoftmaxGrad(&dprobs.t, &probs.t, &dscores.t, 1, 0, MP_F32));
+      double s2 = nowMs();
+      mpTensor masked = scores.t;
+      masked.rank = 3;
+      masked.shape[0] = std::max<int64_t>(rows / 128, 1);
+      masked.shape[1] = rows >= 128 ? 128 : rows;
+      masked.shape[2] = 128;
+      mpTensor maskView = mask.t;
+      if (rows < 128)
+        maskView.shape[0] = rows;
+      check(mpSelect(&maskView, &masked, &fill.t, &masked));
+      double s3 = nowMs();
+      if (round >= 2) {
+        size_t at = std::size(kinds) * 2;
+        times[at].push_back(s1 - s0);
+        times[at + 1].push_back(s2 - s1);
+        times[at + 2].push_back(s3 - s2);
+      }
       for (size_t k = 0; k < std::size(kinds); ++k) {
         double t0 = nowMs();
         check(mpUnary(kinds[k].forward, &x.t, &y.t, MP_F32));
@@ -69,15 +98,24 @@ int main(int argc, char **argv) {
           times[2 * k + 1].push_back(t2 - t1);
         }
       }
+    }
     std::vector<double> best;
-    for (const std::vector<double> &t : times)
-      best.push_back(*std::min_element(t.begin(), t.end()) * 1e6 /
-                     double(n));
+    for (size_t k = 0; k < times.size(); ++k)
+      best.push_back(*std::min_element(times[k].begin(), times[k].end()) *
+                     1e6 /
+                     double(k < std::size(kinds) * 2 ? n : rows * 128));
     for (size_t k = 0; k < std::size(kinds); ++k)
       std::printf("%-10s %-5s %8.3f (%4.1fx) %8.3f (%4.1fx)\n",
                   kinds[k].name, type == MP_F32 ? "f32" : "bf16",
                   best[2 * k], best[2 * k] / best[0], best[2 * k + 1],
                   best[2 * k + 1] / best[1]);
+    size_t at = std::size(kinds) * 2;
+    std::printf("%-10s %-5s %8.3f (%4.1fx) %8.3f (%4.1fx)\n", "softmax",
+                type == MP_F32 ? "f32" : "bf16", best[at], best[at] / best[0],
+                best[at + 1], best[at + 1] / best[1]);
+    std::printf("%-10s %-5s %8.3f (%4.1fx)\n", "select",
+                type == MP_F32 ? "f32" : "bf16", best[at + 2],
+                best[at + 2] / best[0]);
   }
   return 0;
 }

@@ -405,6 +405,8 @@ void testElementwise(std::mt19937_64 &rng) {
   }
   // Select: the condition in the first form, the chosen-when-true value in
   // the second, the other one whole (then as a scalar, as masks use it).
+  // A select only moves values, so the bytes must agree exactly, NaNs
+  // included, signalling ones among them.
   for (const Form &f : forms) {
     bool ok = true;
     for (mpElementType t : kTypes)
@@ -415,16 +417,30 @@ void testElementwise(std::mt19937_64 &rng) {
             o(t, f.out);
         for (unsigned char &byte : c.bytes)
           byte = rng() % 3 == 0 ? 0 : uint8_t(1 + rng() % 2);
-        fill(a, rng);
-        fill(b, rng);
+        for (Buffer *v : {&a, &b}) {
+          fill(*v, rng);
+          size_t size = mpElementSize(t);
+          uint32_t signalling = t == MP_F32   ? 0x7f800001u
+                                : t == MP_F16 ? 0x7c01u
+                                              : 0x7f81u;
+          for (int64_t i = 0; i < v->count(); i += 5)
+            std::memcpy(&v->bytes[size_t(i) * size], &signalling, size);
+        }
         mpTensor C = c.tensor(), A = a.tensor(), B = b.tensor();
-        ok &= sameBits({&o}, [&] {
+        std::vector<unsigned char> fast;
+        for (int library : {1, 0}) {
+          mpUseLibraryKernels(library);
+          std::fill(o.bytes.begin(), o.bytes.end(), 0);
           mpTensor O = o.tensor();
-          return mpSelect(&C, &A, &B, &O);
-        }, why);
+          ok &= mpSelect(&C, &A, &B, &O) == MP_OK;
+          if (library)
+            fast = o.bytes;
+        }
+        mpUseLibraryKernels(1);
+        ok &= fast == o.bytes;
       }
     check(ok, std::string("select, broadcast form '") + f.name +
-                  "', every type " + why);
+                  "', every type, bit for bit");
   }
 }
 
@@ -914,29 +930,53 @@ void testMath() {
                   f.name, f.bound, f.worst, double(f.at));
     check(f.worst <= f.bound, line);
   }
-  // GELU's tanh form, x / (1 + e^-2u): u = sqrt(2 / pi) (x + 0.044715 x^3)
-  // takes five f32 roundings, and a relative error d in u is one of 2 |u| d
-  // in the result, so the bound grows with |u|. Results below 1e-30 are left out: past
-  // e^-2u's overflow (x below -10.07) they are -0, at most 1e-38 away.
-  double worst = 0;
-  float at = 0;
-  for (float x = -20; x <= 20; x += 1.0f / 4096) {
-    double u = 0.79788456080286535588 * (x + 0.044715 * double(x) * x * x);
-    double want = x / (1 + std::exp(-2 * u));
-    if (std::fabs(want) < 1e-30)
-      continue;
-    double e = ulps(mp::rt::geluTanh(x), want) / (8 + 8 * std::fabs(u));
-    if (e > worst) {
-      worst = e;
-      at = x;
+  // The GELU functions the fast paths build from these, against the same
+  // formulas in double at the same f32 input. A sum's error is counted in
+  // ulps of its terms' magnitudes (the gradients cross zero), and the
+  // tanh form's bound grows with |u|: u = sqrt(2 / pi) (x + 0.044715 x^3)
+  // takes five f32 roundings, and a relative error d in u is one of about
+  // 2 |u| d in e^-2u.
+  struct Worst {
+    const char *what;
+    double bound;
+    double worst = 0;
+    float at = 0;
+    void probe(float x, double error) {
+      if (error > worst) {
+        worst = error;
+        at = x;
+      }
     }
+  } pdf{"normal density within 4 ulp", 4},
+      gelu{"gelu gradient within 16 ulp of its terms", 16},
+      geluTanh{"gelu-tanh within 8 + 8 |u| ulp", 1},
+      geluTanhGrad{"gelu-tanh gradient within 8 + 8 |u| ulp of its terms", 1};
+  auto ulpsOf = [](float got, double want, double scale) {
+    return std::fabs(double(got) - want) /
+           std::max(std::ldexp(std::fabs(scale), -23), std::ldexp(1.0, -149));
+  };
+  for (float x = -20; x <= 20; x += 1.0f / 4096) {
+    double xd = x, p = std::exp(-0.5 * xd * xd) / std::sqrt(2 * M_PI);
+    double c = 0.5 * std::erfc(-xd / std::sqrt(2.0));
+    mp::rt::CdfPdf<float> n = mp::rt::normalCdfPdfF(x);
+    pdf.probe(x, ulps(n.pdf, p));
+    gelu.probe(x, ulpsOf(n.cdf + x * n.pdf, c + xd * p, c + std::fabs(xd * p)));
+    double u = 0.79788456080286535588 * (xd + 0.044715 * xd * xd * xd);
+    double s = 1 / (1 + std::exp(-2 * u)), sc = 1 / (1 + std::exp(2 * u));
+    double du = 0.79788456080286535588 * (1 + 3 * 0.044715 * xd * xd);
+    double slope = 2 * xd * s * sc * du;
+    double grow = 8 + 8 * std::fabs(u);
+    geluTanh.probe(x, ulps(mp::rt::geluTanh(x), xd * s) / grow);
+    geluTanhGrad.probe(x, ulpsOf(mp::rt::geluTanhGrad(1.0f, x), s + slope,
+                                 s + std::fabs(slope)) /
+                              grow);
   }
-  char line[160];
-  std::snprintf(line, sizeof line,
-                "gelu-tanh within 8 + 8 |u| ulp of the double formula "
-                "(worst %.2f of it, at %g)",
-                worst, double(at));
-  check(worst <= 1, line);
+  for (Worst *w : {&pdf, &gelu, &geluTanh, &geluTanhGrad}) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%s (worst %.2f, at %g)", w->what,
+                  w->worst, double(w->at));
+    check(w->worst <= w->bound, line);
+  }
 }
 
 int main(int argc, char **argv) {

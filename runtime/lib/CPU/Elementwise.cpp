@@ -614,9 +614,10 @@ extern "C" mpStatus mpCompare(mpCompareKind kind, const mpTensor *lhs,
 
 namespace {
 
-/// Select over tiles, across threads, for floating-point values: the
-/// condition and both values loaded (broadcast) as f32, which holds f16 and
-/// bf16 exactly, so the store writes back the chosen value's bits.
+/// Select over tiles, across threads, for f32, f16 and bf16 values: the
+/// condition loaded (broadcast) as 0 or 1, both values as their bits
+/// (loadBits32), chosen by a mask, so every bit of the chosen value is
+/// kept, a signalling NaN's too.
 bool fastSelect(const mpTensor *cond, const mpTensor *onTrue,
                 const mpTensor *onFalse, mpTensor *out,
                 const int64_t (*strides)[MP_MAX_RANK]) {
@@ -626,6 +627,7 @@ bool fastSelect(const mpTensor *cond, const mpTensor *onTrue,
   c.init(cond, *out, strides[0]);
   a.init(onTrue, *out, strides[1]);
   b.init(onFalse, *out, strides[2]);
+  a.read = b.read = loadBits32;
   forEachTile(mpNumElements(out), kCheapTiles, [&](int64_t i, int64_t n) {
     float m[kTile], x[kTile], y[kTile];
     c.load(i, n, m);
@@ -633,7 +635,7 @@ bool fastSelect(const mpTensor *cond, const mpTensor *onTrue,
     b.load(i, n, y);
     for (int64_t k = 0; k < n; ++k)
       x[k] = selectF(m[k] != 0.0f, x[k], y[k]);
-    storeF32(x, n, out->data, out->elementType, i);
+    storeBits32(x, n, out->data, out->elementType, i);
   });
   return true;
 }

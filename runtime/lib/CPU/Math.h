@@ -73,10 +73,12 @@ inline float withSignOf(float x, float s) {
   return floatOf((bitsOf(x) & 0x7fffffffu) | (bitsOf(s) & 0x80000000u));
 }
 
-/// e^(a + c) for |c| below 1/4, with a reduced exactly: a - k ln 2 loses
-/// no bits for any float a (k has at most 8 bits and ln 2's high part 9),
-/// so a may be a large exact value (-x^2 / 2 from a 12-bit x) and c the
-/// small remainder that rounding a + c would lose.
+/// e^(a + c) with a reduced exactly and c added after: a may be a large
+/// exact value (-x^2 / 2 from a 12-bit x) and c the small remainder that
+/// rounding a + c would lose. a - k ln 2 (high part) is exact when c is
+/// small beside a, as for the normal CDF's |c| < 2^-11 |a|: k is then a's
+/// own nearest multiple of ln 2 (8 bits, times ln 2's 9-bit high part),
+/// the classic Cody-Waite reduction; with c = 0 this is expF.
 inline float expSumF(float a, float c) {
   // Past 88.8, e^x is infinite; below -104 it rounds to zero, which is
   // selected at the end while the lane computes e^0: computing it would
@@ -260,22 +262,32 @@ inline CdfPdf<double> mathNormalCdfPdf(double x) {
 }
 
 /// GELU's tanh approximation, 0.5 x (1 + tanh u) with u = sqrt(2 / pi)
-/// (x + 0.044715 x^3), as x / (1 + e^-2u) (0.5 (1 + tanh u) is the
-/// logistic function of 2u): one exponential and one division, and no
-/// cancellation where tanh u nears -1.
+/// (x + 0.044715 x^3), as x s with s = 0.5 (1 + tanh u) the logistic
+/// function of 2u: one exponential and one division, and no cancellation
+/// where tanh u nears -1. With e = e^(-2 |u|), which never overflows,
+/// s = 1 / (1 + e) and 1 - s = e / (1 + e) for u >= 0, the other way round
+/// below.
+template <typename T> struct Logistic {
+  T s, complement; // s and 1 - s, each without cancellation
+};
+template <typename T> Logistic<T> logisticOf2u(T u) {
+  T e = mathExp(T(-2) * std::fabs(u));
+  T r = T(1) / (T(1) + e);
+  T er = e * r;
+  return u >= T(0) ? Logistic<T>{r, er} : Logistic<T>{er, r};
+}
+template <typename T> T geluTanhInner(T x) {
+  return T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+}
 template <typename T> T geluTanh(T x) {
-  T u = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
-  return x / (T(1) + mathExp(T(-2) * u));
+  return x * logisticOf2u(geluTanhInner(x)).s;
 }
 
-/// dy times GELU-tanh's derivative at x: with s = 1 / (1 + e^-2u), the
-/// derivative of x s is s + 2 x s (1 - s) du/dx.
+/// dy times GELU-tanh's derivative at x: s + 2 x s (1 - s) du/dx.
 template <typename T> T geluTanhGrad(T dy, T x) {
-  T x2 = x * x;
-  T u = T(0.79788456080286535588) * (x + T(0.044715) * x2 * x);
-  T du = T(0.79788456080286535588) * (T(1) + T(3 * 0.044715) * x2);
-  T s = T(1) / (T(1) + mathExp(T(-2) * u));
-  return dy * (s + T(2) * x * s * (T(1) - s) * du);
+  Logistic<T> l = logisticOf2u(geluTanhInner(x));
+  T du = T(0.79788456080286535588) * (T(1) + T(3 * 0.044715) * x * x);
+  return dy * (l.s + T(2) * x * l.s * l.complement * du);
 }
 
 } // namespace mp::rt

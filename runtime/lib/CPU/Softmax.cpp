@@ -8,8 +8,8 @@
 // and split rows (or kept elements) across threads. A reduction's sum still
 // adds its inputs one by one in input order, so the result is the reference
 // loop's. Softmax and its gradient reduce each row in eight interleaved
-// lanes instead (laneReduce), a vector register's worth of independent
-// chains; their reference loops take the same order, so the two agree.
+// lanes instead (laneReduce), eight independent chains; their reference
+// loops take the same order, so the two agree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +33,7 @@ static bool valid(const mpTensor *t) {
 /// element k goes to lane k % kLanes, each lane in order from `init`, and
 /// the lanes are combined pairwise, ((0 1) (2 3)) ((4 5) (6 7)). A loop
 /// of independent chains, where one running sum waits a whole add latency
-/// per element; the fast paths' lanes compile to one vector register.
+/// per element; the fast paths' lanes compile to a vector register or two.
 constexpr int kLanes = 8;
 template <typename T, typename Get, typename Op>
 static inline T laneReduce(int64_t len, T init, Get get, Op op) {

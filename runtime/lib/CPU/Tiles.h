@@ -39,6 +39,10 @@ void forEachTile(int64_t n, int64_t tilesPerThread, Body &&body) {
 /// through its strides per output dimension, a run of the innermost
 /// dimension at a time.
 struct Operand {
+  /// How elements become a tile's floats: converted to f32 by default;
+  /// loadBits32 for moves that must keep every bit.
+  void (*read)(const void *data, mpElementType t, int64_t offset, int64_t n,
+               float *out) = loadF32;
   const mpTensor *t = nullptr;
   int64_t inner = 1, period = 1;
   bool general = false;
@@ -75,7 +79,7 @@ struct Operand {
     if (general)
       return loadRuns(i, n, x);
     if (inner == 1 && period >= n && i % period + n <= period) {
-      loadF32(t->data, t->elementType, i % period, n, x);
+      read(t->data, t->elementType, i % period, n, x);
       return;
     }
     for (int64_t j = 0; j < n;) {
@@ -85,12 +89,12 @@ struct Operand {
         int64_t at = q % period, run = period - at;
         if (run > n - j)
           run = n - j;
-        loadF32(t->data, t->elementType, at, run, x + j);
+        read(t->data, t->elementType, at, run, x + j);
         j += run;
         continue;
       }
       float v;
-      loadF32(t->data, t->elementType, q % period, 1, &v);
+      read(t->data, t->elementType, q % period, 1, &v);
       int64_t run = inner - r;
       if (run > n - j)
         run = n - j;
@@ -117,10 +121,10 @@ struct Operand {
       }
       int64_t run = std::min(len - col, n - j);
       if (step != 0) {
-        loadF32(t->data, t->elementType, at + col, run, x + j);
+        read(t->data, t->elementType, at + col, run, x + j);
       } else {
         float v;
-        loadF32(t->data, t->elementType, at, 1, &v);
+        read(t->data, t->elementType, at, 1, &v);
         for (int64_t k = 0; k < run; ++k)
           x[j + k] = v;
       }

@@ -274,6 +274,29 @@ void mp::rt::storeF32(const float *in, int64_t n, void *data, mpElementType t,
   store16(in, n, t == MP_BF16, static_cast<uint16_t *>(data) + offset);
 }
 
+void mp::rt::loadBits32(const void *data, mpElementType t, int64_t offset,
+                        int64_t n, float *out) {
+  if (t == MP_F32)
+    return loadF32(data, t, offset, n, out);
+  const uint16_t *in = static_cast<const uint16_t *>(data) + offset;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t slot = in[i];
+    std::memcpy(&out[i], &slot, sizeof slot);
+  }
+}
+
+void mp::rt::storeBits32(const float *in, int64_t n, void *data,
+                         mpElementType t, int64_t offset) {
+  if (t == MP_F32)
+    return storeF32(in, n, data, t, offset);
+  uint16_t *out = static_cast<uint16_t *>(data) + offset;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t slot;
+    std::memcpy(&slot, &in[i], sizeof slot);
+    out[i] = uint16_t(slot);
+  }
+}
+
 void mp::rt::roundF32(float *x, int64_t n, mpElementType t) {
   if (t != MP_F16 && t != MP_BF16)
     return;

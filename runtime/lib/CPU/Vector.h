@@ -59,6 +59,15 @@ void loadF32(const void *data, mpElementType t, int64_t offset, int64_t n,
 /// even as the scalar conversions do.
 void storeF32(const float *in, int64_t n, void *data, mpElementType t,
               int64_t offset);
+/// Moves data[offset, offset + n) of type `t` (f32, f16 or bf16) into
+/// float slots bit for bit, without converting: f32 as it is, a 16-bit
+/// element as the low half of its slot. For selects and other moves, which
+/// must keep a signalling NaN's bits where a conversion would quiet it;
+/// storeBits32 writes the slots back.
+void loadBits32(const void *data, mpElementType t, int64_t offset, int64_t n,
+                float *out);
+void storeBits32(const float *in, int64_t n, void *data, mpElementType t,
+                 int64_t offset);
 /// Rounds `n` values in place to `t` when it is f16 or bf16.
 void roundF32(float *x, int64_t n, mpElementType t);
 

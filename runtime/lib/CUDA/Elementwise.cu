@@ -24,17 +24,36 @@ constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 
 //===----------------------------------------------------------------------===//
-// The element functions (the CPU backend's, in C = float or double)
+// The element functions (the CPU backend's formulas, runtime/lib/CPU/Math.h,
+// with CUDA's own erfc and exp, in C = float or double)
 //===----------------------------------------------------------------------===//
+
+/// 0.5 (1 + erf(x / sqrt 2)) as 0.5 erfc(-x / sqrt 2): no cancellation for
+/// negative x.
+template <typename C> __device__ C normalCdf(C x) {
+  return C(0.5) * erfc(-x * C(kInvSqrt2));
+}
+
+/// The logistic function of 2u, 0.5 (1 + tanh u), and its complement, from
+/// e^(-2 |u|), which never overflows (the CPU's logisticOf2u).
+template <typename C> struct Logistic {
+  C s, complement;
+};
+template <typename C> __device__ Logistic<C> logisticOf2u(C u) {
+  C e = exp(C(-2) * fabs(u));
+  C r = C(1) / (C(1) + e);
+  return u >= C(0) ? Logistic<C>{r, e * r} : Logistic<C>{e * r, r};
+}
+template <typename C> __device__ C geluTanhInner(C x) {
+  return C(kSqrt2OverPi) * (x + C(0.044715) * x * x * x);
+}
 
 template <typename C> __device__ C unaryOp(int kind, C x) {
   switch (kind) {
   case MP_NEG: return -x;
   case MP_RELU: return x > C(0) ? x : C(0);
-  case MP_GELU: return C(0.5) * x * (C(1) + erf(x * C(kInvSqrt2)));
-  case MP_GELU_TANH:
-    return C(0.5) * x *
-           (C(1) + tanh(C(kSqrt2OverPi) * (x + C(0.044715) * x * x * x)));
+  case MP_GELU: return x * normalCdf(x);
+  case MP_GELU_TANH: return x * logisticOf2u(geluTanhInner(x)).s;
   case MP_TANH: return tanh(x);
   case MP_SIGMOID: return C(1) / (C(1) + exp(-x));
   case MP_EXP: return exp(x);
@@ -65,15 +84,13 @@ template <typename C> __device__ C activationGradOp(int kind, C dy, C s) {
   switch (kind) {
   case MP_RELU_GRAD: return s > C(0) ? dy : C(0);
   case MP_GELU_GRAD: {
-    C cdf = C(0.5) * (C(1) + erf(s * C(kInvSqrt2)));
     C pdf = exp(C(-0.5) * s * s) * C(kSqrt2OverPi / 2);
-    return dy * (cdf + s * pdf);
+    return dy * (normalCdf(s) + s * pdf);
   }
   case MP_GELU_TANH_GRAD: {
-    C inner = C(kSqrt2OverPi) * (s + C(0.044715) * s * s * s);
-    C t = tanh(inner);
-    C dinner = C(kSqrt2OverPi) * (C(1) + C(3 * 0.044715) * s * s);
-    return dy * (C(0.5) * (C(1) + t) + C(0.5) * s * (C(1) - t * t) * dinner);
+    Logistic<C> l = logisticOf2u(geluTanhInner(s));
+    C du = C(kSqrt2OverPi) * (C(1) + C(3 * 0.044715) * s * s);
+    return dy * (l.s + C(2) * s * l.s * l.complement * du);
   }
   case MP_TANH_GRAD: return dy * (C(1) - s * s);
   case MP_SIGMOID_GRAD: return dy * s * (C(1) - s);
@@ -617,12 +634,9 @@ __global__ void epilogueKernel(const C *acc, const void *bias, int biasType,
       v += loadAs<C>(residual, outType, i);
     switch (activation) {
     case MP_ACTIVATION_RELU: v = v > C(0) ? v : C(0); break;
-    case MP_ACTIVATION_GELU:
-      v = C(0.5) * v * (C(1) + erf(v * C(kInvSqrt2)));
-      break;
+    case MP_ACTIVATION_GELU: v = v * normalCdf(v); break;
     case MP_ACTIVATION_GELU_TANH:
-      v = C(0.5) * v *
-          (C(1) + tanh(C(kSqrt2OverPi) * (v + C(0.044715) * v * v * v)));
+      v = v * logisticOf2u(geluTanhInner(v)).s;
       break;
     }
     storeAs<C>(out, outType, i, v);
