@@ -65,6 +65,9 @@ inline float selectF(bool c, float a, float b) {
   return floatOf((bitsOf(a) & mask) | (bitsOf(b) & ~mask));
 }
 
+/// c ? a : b for the double reference paths, which need not vectorise.
+inline double selectF(bool c, double a, double b) { return c ? a : b; }
+
 /// |x| with the sign bit cleared (NaN stays NaN).
 inline float absF(float x) { return floatOf(bitsOf(x) & 0x7fffffffu); }
 
@@ -274,7 +277,8 @@ template <typename T> Logistic<T> logisticOf2u(T u) {
   T e = mathExp(T(-2) * std::fabs(u));
   T r = T(1) / (T(1) + e);
   T er = e * r;
-  return u >= T(0) ? Logistic<T>{r, er} : Logistic<T>{er, r};
+  bool up = u >= T(0); // selects, not a branch: the loops must vectorise
+  return {selectF(up, r, er), selectF(up, er, r)};
 }
 template <typename T> T geluTanhInner(T x) {
   return T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
