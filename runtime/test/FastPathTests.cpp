@@ -599,7 +599,7 @@ void testRows(std::mt19937_64 &rng) {
 
   ok = true;
   for (std::vector<int64_t> shape :
-       {std::vector<int64_t>{1, 7}, {64, 512}, {2, 300, 65}})
+       {std::vector<int64_t>{1, 7}, {64, 512}, {2, 300, 65}, {5, 3000}})
     for (mpElementType t : kTypes) {
       std::vector<int64_t> cols = {shape.back()},
                            rows(shape.begin(), shape.end() - 1);

@@ -9,8 +9,11 @@
 //
 // With the fast kernels on and f32 compute, rows are converted whole and
 // split across threads; dscale and dbias, which sum over rows, take a second
-// pass split by columns that adds the rows in order. Every value is the
-// reference loop's expression in the reference order, so the bits agree.
+// pass split by blocks of columns that adds the rows in order. The sums along a row
+// (the mean, the squared deviations, the gradient's sums of g and g * xhat)
+// go in eight interleaved lanes (laneReduce, Tiles.h) in both the fast path
+// and the reference loops. Every value is the reference loop's expression
+// in the reference order, so the bits agree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,9 +48,17 @@ bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
     float *row = scratchRow(0, cols);
     for (int64_t r = begin; r < end; ++r) {
       loadF32(x->data, x->elementType, r * cols, cols, row);
-      float mu, var;
-      meanAndSquares(row, cols, mu, var);
-      var = var / float(cols);
+      auto add = [](float p, float q) { return p + q; };
+      float mu = laneReduce(cols, 0.0f, [row](int64_t c) { return row[c]; },
+                            add) /
+                 float(cols);
+      float var = laneReduce(cols, 0.0f,
+                             [row, mu](int64_t c) {
+                               float d = row[c] - mu;
+                               return d * d;
+                             },
+                             add) /
+                  float(cols);
       float rs = 1.0f / std::sqrt(var + epsilon);
       for (int64_t c = 0; c < cols; ++c) {
         float xhat = (row[c] - mu) * rs;
@@ -79,24 +90,30 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
       float mu = mus[r], rs = rss[r];
       loadF32(dy->data, dy->elementType, r * cols, cols, g);
       loadF32(x->data, x->elementType, r * cols, cols, xh);
-      float sumG = 0, sumGX = 0;
       for (int64_t c = 0; c < cols; ++c) {
         xh[c] = (xh[c] - mu) * rs;
         g[c] = g[c] * sc[c];
-        sumG = sumG + g[c];
-        sumGX = sumGX + g[c] * xh[c];
       }
+      auto add = [](float p, float q) { return p + q; };
+      float sumG = laneReduce(cols, 0.0f, [g](int64_t c) { return g[c]; }, add);
+      float sumGX = laneReduce(
+          cols, 0.0f, [g, xh](int64_t c) { return g[c] * xh[c]; }, add);
       float meanG = sumG / float(cols), meanGX = sumGX / float(cols);
       for (int64_t c = 0; c < cols; ++c)
         g[c] = rs * ((g[c] - meanG) - xh[c] * meanGX);
       storeF32(g, cols, dx->data, dx->elementType, r * cols);
     }
   });
-  // dscale and dbias, column by column, rows in order.
-  parallelFor((cols + kTile - 1) / kTile, 1, [&](int64_t begin, int64_t end) {
+  // dscale and dbias, column by column, rows in order: blocks of columns
+  // narrow enough that every thread gets one (a hidden size of 256 was one
+  // block, on one thread), 16 at the least.
+  int threads = kernelThreads();
+  int64_t width = std::clamp<int64_t>(
+      (cols + 16 * threads - 1) / (16 * threads) * 16, 16, kTile);
+  parallelFor((cols + width - 1) / width, 1, [&](int64_t begin, int64_t end) {
     float ds[kTile], db[kTile], g[kTile], xh[kTile];
     for (int64_t t = begin; t < end; ++t) {
-      int64_t c0 = t * kTile, n = std::min(kTile, cols - c0);
+      int64_t c0 = t * width, n = std::min(width, cols - c0);
       for (int64_t j = 0; j < n; ++j)
         ds[j] = db[j] = 0;
       for (int64_t r = 0; r < rows; ++r) {
@@ -134,15 +151,17 @@ extern "C" mpStatus mpLayerNorm(const mpTensor *x, const mpTensor *scale,
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     for (int64_t r = 0; r < rows; ++r) {
-      T sum = 0;
-      for (int64_t c = 0; c < cols; ++c)
-        sum = a.add(sum, a.in(x, r * cols + c));
+      auto add = [&](T p, T q) { return a.add(p, q); };
+      T sum = laneReduce(
+          cols, T(0), [&](int64_t c) { return a.in(x, r * cols + c); }, add);
       T mu = a.div(sum, T(cols));
-      T var = 0;
-      for (int64_t c = 0; c < cols; ++c) {
-        T d = a.sub(a.in(x, r * cols + c), mu);
-        var = a.add(var, a.mul(d, d));
-      }
+      T var = laneReduce(
+          cols, T(0),
+          [&](int64_t c) {
+            T d = a.sub(a.in(x, r * cols + c), mu);
+            return a.mul(d, d);
+          },
+          add);
       var = a.div(var, T(cols));
       T rs = a.div(T(1), a.sqrt(a.add(var, a.r(T(epsilon)))));
       for (int64_t c = 0; c < cols; ++c) {
@@ -178,14 +197,20 @@ extern "C" mpStatus mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
     std::vector<T> ds(cols, T(0)), db(cols, T(0));
     for (int64_t r = 0; r < rows; ++r) {
       T mu = a.in(mean, r), rs = a.in(rstd, r);
-      T sumG = 0, sumGX = 0;
+      auto xhatAt = [&](int64_t c) {
+        return a.mul(a.sub(a.in(x, r * cols + c), mu), rs);
+      };
+      auto gAt = [&](int64_t c) {
+        return a.mul(a.in(dy, r * cols + c), a.in(scale, c));
+      };
+      auto add = [&](T p, T q) { return a.add(p, q); };
+      T sumG = laneReduce(cols, T(0), gAt, add);
+      T sumGX = laneReduce(
+          cols, T(0), [&](int64_t c) { return a.mul(gAt(c), xhatAt(c)); },
+          add);
       for (int64_t c = 0; c < cols; ++c) {
         int64_t i = r * cols + c;
-        T xhat = a.mul(a.sub(a.in(x, i), mu), rs);
-        T g = a.mul(a.in(dy, i), a.in(scale, c));
-        sumG = a.add(sumG, g);
-        sumGX = a.add(sumGX, a.mul(g, xhat));
-        ds[c] = a.add(ds[c], a.mul(a.in(dy, i), xhat));
+        ds[c] = a.add(ds[c], a.mul(a.in(dy, i), xhatAt(c)));
         db[c] = a.add(db[c], a.in(dy, i));
       }
       T meanG = a.div(sumG, T(cols)), meanGX = a.div(sumGX, T(cols));

@@ -29,32 +29,6 @@ static bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
 
-/// Reduces get(0), ..., get(len - 1) with `op` in kLanes interleaved lanes:
-/// element k goes to lane k % kLanes, each lane in order from `init`, and
-/// the lanes are combined pairwise, ((0 1) (2 3)) ((4 5) (6 7)). A loop
-/// of independent chains, where one running sum waits a whole add latency
-/// per element; the fast paths' lanes compile to a vector register or two.
-constexpr int kLanes = 8;
-template <typename T, typename Get, typename Op>
-static inline T laneReduce(int64_t len, T init, Get get, Op op) {
-  T acc[kLanes];
-  for (int j = 0; j < kLanes; ++j)
-    acc[j] = init;
-  int64_t k = 0;
-  for (; k + kLanes <= len; k += kLanes)
-    for (int j = 0; j < kLanes; ++j)
-      acc[j] = op(acc[j], get(k + j));
-  for (; k < len; ++k)
-    acc[k % kLanes] = op(acc[k % kLanes], get(k));
-  for (int w = 1; w < kLanes; w *= 2)
-    for (int j = 0; j < kLanes; j += 2 * w)
-      acc[j] = op(acc[j], acc[j + w]);
-  return acc[0];
-}
-
-/// std::max's order: NaNs are passed over, as in every softmax loop here.
-template <typename T> static inline T maxOf(T a, T b) { return a < b ? b : a; }
-
 static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
                         int32_t logSoftmax, mpElementType compute) {
   if (v.inner != 1 || !f32FastPath(compute, {in, out}))

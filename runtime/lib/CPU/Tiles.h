@@ -6,6 +6,8 @@
 // output, a repeated suffix (a bias row), a repeated prefix element (a
 // per-row statistic [N, 1]) or both (index (i / inner) % period); any
 // other broadcast is read a run of the output's last dimension at a time.
+// laneReduce is the order in which row kernels (softmax, layer norm) and
+// their reference loops sum a row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -157,6 +159,32 @@ inline bool f32FastPath(mpElementType compute,
 inline int64_t rowGrain(int64_t len) {
   return std::max<int64_t>(1, 4 * kTile / (len + 1));
 }
+
+/// Reduces get(0), ..., get(len - 1) with `op` in kLanes interleaved lanes:
+/// element k goes to lane k % kLanes, each lane in order from `init`, and
+/// the lanes are combined pairwise, ((0 1) (2 3)) ((4 5) (6 7)). A loop
+/// of independent chains, where one running sum waits a whole add latency
+/// per element; the fast paths' lanes compile to a vector register or two.
+constexpr int kLanes = 8;
+template <typename T, typename Get, typename Op>
+inline T laneReduce(int64_t len, T init, Get get, Op op) {
+  T acc[kLanes];
+  for (int j = 0; j < kLanes; ++j)
+    acc[j] = init;
+  int64_t k = 0;
+  for (; k + kLanes <= len; k += kLanes)
+    for (int j = 0; j < kLanes; ++j)
+      acc[j] = op(acc[j], get(k + j));
+  for (; k < len; ++k)
+    acc[k % kLanes] = op(acc[k % kLanes], get(k));
+  for (int w = 1; w < kLanes; w *= 2)
+    for (int j = 0; j < kLanes; j += 2 * w)
+      acc[j] = op(acc[j], acc[j + w]);
+  return acc[0];
+}
+
+/// std::max's order: NaNs are passed over, as in the softmax loops.
+template <typename T> inline T maxOf(T a, T b) { return a < b ? b : a; }
 
 /// The reference loops' statistics of a row or channel v[0, n): the mean of
 /// a sum taken in order, then the sum of squared deviations from it, in

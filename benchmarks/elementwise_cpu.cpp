@@ -1,4 +1,4 @@
-//===- activations_cpu.cpp - the CPU runtime's activations and gradients --===//
+//===- elementwise_cpu.cpp - activations, softmax, select, layer norm ----===//
 //
 // The elementwise activations of a training step and their gradients
 // (mpUnary, mpActivationGrad) on the CPU runtime's fast paths, on a
@@ -6,14 +6,15 @@
 // elements: batch 8, 128 tokens, 4096 features), with f32 and bf16
 // storage. ReLU, which only moves bytes, is the floor: the table gives
 // ns per element and each kind's time as a ratio to ReLU's in the same
-// run. Softmax over rows of 128 (GPT-2's attention) and a select under a
-// causal mask [128, 128] follow, on as many elements. The kinds alternate
-// in one process, 12 times; each entry is the minimum of the last 10. Build against the runtime library of a Release
-// build (one command):
+// run. Softmax over rows of 128 (GPT-2's attention), a select under a
+// causal mask [128, 128] and layer norm over rows of 256 (a hidden state)
+// follow, on as many elements. The kinds alternate in one process, 12
+// times; each entry is the minimum of the last 10. Build against the
+// runtime library of a Release build (one command):
 //
-//   g++ -O2 -I runtime/include benchmarks/activations_cpu.cpp
+//   g++ -O2 -I runtime/include benchmarks/elementwise_cpu.cpp
 //       build/runtime/libmp_runtime.a -ldnnl -lopenblas -fopenmp
-//       -o activations_cpu && ./activations_cpu [elements]
+//       -o elementwise_cpu && ./elementwise_cpu [elements]
 //
 // MP_CPU_ISA=avx2 runs the AVX2 code on an AVX-512 machine.
 //
@@ -31,12 +32,12 @@
 using bench::Buffer;
 using bench::nowMs;
 
-static void check(mpStatus s) { bench::check("activations_cpu", s); }
+static void check(mpStatus s) { bench::check("elementwise_cpu", s); }
 
 int main(int argc, char **argv) {
   int64_t n = argc > 1 ? std::atoll(argv[1]) : int64_t(8) * 128 * 4096;
   if (n <= 0) {
-    std::fprintf(stderr, "activations_cpu: the element count must be "
+    std::fprintf(stderr, "elementwise_cpu: the element count must be "
                          "positive\n");
     return 1;
   }
@@ -60,10 +61,16 @@ int main(int argc, char **argv) {
     Buffer scores(type, {rows, 128}), probs(type, {rows, 128}),
         dprobs(type, {rows, 128}), dscores(type, {rows, 128});
     Buffer mask(MP_I1, {128, 128}), fill(type, {});
+    int64_t hidden = std::max<int64_t>(n / 256, 1);
+    Buffer hx(type, {hidden, 256}), hy(type, {hidden, 256}),
+        hdy(type, {hidden, 256}), hdx(type, {hidden, 256});
+    Buffer gamma(MP_F32, {256}), beta(MP_F32, {256}), dgamma(MP_F32, {256}),
+        dbeta(MP_F32, {256}), mean(MP_F32, {hidden}), rstd(MP_F32, {hidden});
     for (int64_t i = 0; i < 128 * 128; ++i)
       mask.bytes[size_t(i)] = i % 128 <= i / 128; // causal: column <= row
-    // The softmax's forward and gradient, the select, after the kinds.
-    std::vector<std::vector<double>> times(std::size(kinds) * 2 + 3);
+    // The softmax's forward and gradient, the select, the layer norm's
+    // forward and gradient, after the kinds.
+    std::vector<std::vector<double>> times(std::size(kinds) * 2 + 5);
     for (int round = 0; round < 12; ++round) {
       double s0 = nowMs();
       check(mpSoftmax(&scores.t, &probs.t, 1, 0, MP_F32));
@@ -80,11 +87,19 @@ int main(int argc, char **argv) {
         maskView.shape[0] = rows;
       check(mpSelect(&maskView, &masked, &fill.t, &masked));
       double s3 = nowMs();
+      check(mpLayerNorm(&hx.t, &gamma.t, &beta.t, &hy.t, &mean.t, &rstd.t, 1,
+                        1e-5f, MP_F32));
+      double s4 = nowMs();
+      check(mpLayerNormGrad(&hdy.t, &hx.t, &gamma.t, &mean.t, &rstd.t, &hdx.t,
+                            &dgamma.t, &dbeta.t, 1, MP_F32));
+      double s5 = nowMs();
       if (round >= 2) {
         size_t at = std::size(kinds) * 2;
         times[at].push_back(s1 - s0);
         times[at + 1].push_back(s2 - s1);
         times[at + 2].push_back(s3 - s2);
+        times[at + 3].push_back(s4 - s3);
+        times[at + 4].push_back(s5 - s4);
       }
       for (size_t k = 0; k < std::size(kinds); ++k) {
         double t0 = nowMs();
@@ -103,7 +118,9 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < times.size(); ++k)
       best.push_back(*std::min_element(times[k].begin(), times[k].end()) *
                      1e6 /
-                     double(k < std::size(kinds) * 2 ? n : rows * 128));
+                     double(k < std::size(kinds) * 2       ? n
+                            : k < std::size(kinds) * 2 + 3 ? rows * 128
+                                                           : hidden * 256));
     for (size_t k = 0; k < std::size(kinds); ++k)
       std::printf("%-10s %-5s %8.3f (%4.1fx) %8.3f (%4.1fx)\n",
                   kinds[k].name, type == MP_F32 ? "f32" : "bf16",
@@ -116,6 +133,9 @@ int main(int argc, char **argv) {
     std::printf("%-10s %-5s %8.3f (%4.1fx)\n", "select",
                 type == MP_F32 ? "f32" : "bf16", best[at + 2],
                 best[at + 2] / best[0]);
+    std::printf("%-10s %-5s %8.3f (%4.1fx) %8.3f (%4.1fx)\n", "layer_norm",
+                type == MP_F32 ? "f32" : "bf16", best[at + 3],
+                best[at + 3] / best[0], best[at + 4], best[at + 4] / best[1]);
   }
   return 0;
 }
