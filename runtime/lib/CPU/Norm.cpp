@@ -9,9 +9,9 @@
 //
 // With the fast kernels on and f32 compute, rows are converted whole and
 // split across threads; dscale and dbias, which sum over rows, take a second
-// pass split by blocks of columns that adds the rows in order. The sums along a row
-// (the mean, the squared deviations, the gradient's sums of g and g * xhat)
-// go in eight interleaved lanes (laneReduce, Tiles.h) in both the fast path
+// pass split by blocks of columns that adds the rows in order. The sums
+// along a row (the mean, the squared deviations, the gradient's sums of g
+// and g * xhat) go in eight interleaved lanes (laneReduce, Tiles.h) in both the fast path
 // and the reference loops. Every value is the reference loop's expression
 // in the reference order, so the bits agree.
 //
@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <vector>
 
@@ -48,7 +49,7 @@ bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
     float *row = scratchRow(0, cols);
     for (int64_t r = begin; r < end; ++r) {
       loadF32(x->data, x->elementType, r * cols, cols, row);
-      auto add = [](float p, float q) { return p + q; };
+      std::plus<float> add;
       float mu = laneReduce(cols, 0.0f, [row](int64_t c) { return row[c]; },
                             add) /
                  float(cols);
@@ -94,7 +95,7 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
         xh[c] = (xh[c] - mu) * rs;
         g[c] = g[c] * sc[c];
       }
-      auto add = [](float p, float q) { return p + q; };
+      std::plus<float> add;
       float sumG = laneReduce(cols, 0.0f, [g](int64_t c) { return g[c]; }, add);
       float sumGX = laneReduce(
           cols, 0.0f, [g, xh](int64_t c) { return g[c] * xh[c]; }, add);

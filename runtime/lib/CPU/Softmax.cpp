@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 using namespace mp::rt;
@@ -43,7 +44,7 @@ static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
       float *e = scratchRow(1, len);
       expShifted(x, mx, e, len);
       float sum = laneReduce(len, 0.0f, [e](int64_t k) { return e[k]; },
-                             [](float a, float b) { return a + b; });
+                             std::plus<float>());
       if (logSoftmax) {
         float logSum = std::log(sum);
         for (int64_t k = 0; k < len; ++k)
@@ -72,10 +73,10 @@ static bool fastSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
       float sum =
           logSoftmax
               ? laneReduce(len, 0.0f, [g](int64_t k) { return g[k]; },
-                           [](float a, float b) { return a + b; })
+                           std::plus<float>())
               : laneReduce(len, 0.0f,
                            [g, p](int64_t k) { return g[k] * p[k]; },
-                           [](float a, float b) { return a + b; });
+                           std::plus<float>());
       for (int64_t k = 0; k < len; ++k)
         g[k] = logSoftmax ? g[k] - expF(p[k]) * sum : p[k] * (g[k] - sum);
       storeF32(g, len, dx->data, dx->elementType, o * len);

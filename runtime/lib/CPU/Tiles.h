@@ -186,9 +186,9 @@ inline T laneReduce(int64_t len, T init, Get get, Op op) {
 /// std::max's order: NaNs are passed over, as in the softmax loops.
 template <typename T> inline T maxOf(T a, T b) { return a < b ? b : a; }
 
-/// The reference loops' statistics of a row or channel v[0, n): the mean of
-/// a sum taken in order, then the sum of squared deviations from it, in
-/// order.
+/// The statistics of a batch-norm channel v[0, n) (NCHW), as its reference
+/// loops take them: the mean of a sum taken in order, then the sum of
+/// squared deviations from it, in order.
 inline void meanAndSquares(const float *v, int64_t n, float &mean,
                            float &squares) {
   float sum = 0;
