@@ -126,6 +126,50 @@ bool optimisedImpl(const_dnnl_primitive_desc_t pd) {
          impl && std::strncmp(impl, "ref", 3) != 0;
 }
 
+/// Whether oneDNN 2.6's implementation `impl` is known to be wrong for this
+/// call. Its 1x1 weight-gradient kernels (jit_1x1, AVX2 and AVX-512) first
+/// copy a strided NHWC source into a unit-stride workspace ("rtus"), and
+/// index that workspace by the channel block where the NHWC copy has only
+/// the input channels: with fewer channels per group than a block (8 or
+/// 16), threads write past their share and past the buffer. That corrupted
+/// the heap here (seed 2816026996 of `mp-runtime-tests conv` with four
+/// threads), and upstream reports hangs and wrong gradients too
+/// (uxlfoundation/oneDNN#6035, open).
+bool knownBroken(const char *impl, DnnlConv kind, const mpWindow *w,
+                 int64_t inputChannels) {
+  bool strided = w->strides[0] != 1 || w->strides[1] != 1;
+  return kind == DnnlConv::BackwardWeights && w->channelsLast && strided &&
+         (inputChannels / w->groups) % 16 != 0 &&
+         std::strncmp(impl, "jit_1x1", 7) == 0;
+}
+
+/// The first implementation oneDNN offers for `desc` that is neither its
+/// reference loops nor knownBroken, or null.
+dnnl_primitive_desc_t
+firstUsableImpl(const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint,
+                DnnlConv kind, const mpWindow *w, int64_t inputChannels) {
+  dnnl_primitive_desc_iterator_t it = nullptr;
+  if (dnnl_primitive_desc_iterator_create(&it, desc, nullptr, engine().engine,
+                                          hint) != dnnl_success)
+    return nullptr;
+  dnnl_primitive_desc_t chosen = nullptr;
+  do {
+    dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
+    const char *impl = nullptr;
+    if (pd && optimisedImpl(pd) &&
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) ==
+            dnnl_success &&
+        !knownBroken(impl, kind, w, inputChannels)) {
+      chosen = pd;
+      break;
+    }
+    if (pd)
+      dnnl_primitive_desc_destroy(pd);
+  } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+  dnnl_primitive_desc_iterator_destroy(it);
+  return chosen;
+}
+
 /// A 64-byte aligned buffer of this thread's, reused across calls: the
 /// staging filter of a reordered convolution.
 void *stagingBuffer(size_t bytes) {
@@ -271,16 +315,13 @@ Cached create(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
       dnnl_success)
     return c;
   dnnl_primitive_desc_t forwardPd = nullptr, pd = nullptr;
-  if (dnnl_primitive_desc_create(&forwardPd, &forward, nullptr, e.engine,
-                                 nullptr) != dnnl_success)
-    return c;
-  dnnl_status_t status = dnnl_success;
+  int64_t inputChannels = c.src.dims[1];
   if (kind == DnnlConv::Forward) {
-    pd = forwardPd;
-    forwardPd = nullptr;
-  } else {
+    pd = firstUsableImpl(&forward, nullptr, kind, w, inputChannels);
+  } else if (dnnl_primitive_desc_create(&forwardPd, &forward, nullptr,
+                                        e.engine, nullptr) == dnnl_success) {
     dnnl_convolution_desc_t desc;
-    status =
+    dnnl_status_t status =
         kind == DnnlConv::BackwardData
             ? dnnl_dilated_convolution_backward_data_desc_init(
                   &desc, dnnl_convolution_direct, &c.src, &c.weights, &c.dst,
@@ -289,11 +330,9 @@ Cached create(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
                   &desc, dnnl_convolution_direct, &c.src, &c.weights, nullptr,
                   &c.dst, strides, dilates, padL, padR);
     if (status == dnnl_success)
-      status = dnnl_primitive_desc_create(&pd, &desc, nullptr, e.engine,
-                                          forwardPd);
+      pd = firstUsableImpl(&desc, forwardPd, kind, w, inputChannels);
   }
-  if (status == dnnl_success && pd && optimisedImpl(pd) &&
-      dnnl_primitive_create(&c.primitive, pd) == dnnl_success && last) {
+  if (pd && dnnl_primitive_create(&c.primitive, pd) == dnnl_success && last) {
     c.reorderAfter = kind == DnnlConv::BackwardWeights;
     c.weights = *dnnl_primitive_desc_query_md(
         pd, c.reorderAfter ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
