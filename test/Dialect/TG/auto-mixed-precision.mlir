@@ -310,3 +310,26 @@ func.func @mask_fill_in_range(%a: tensor<4x8xf32>, %b: tensor<8x8xf32>,
   %2 = tg.softmax %1 axis = 1 : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return %2 : tensor<4x8xf32>
 }
+
+// -----
+
+// Pooling between two convolutions stays in f16, but the ops that sum
+// several terms per element (average pooling, and the pooling gradients
+// where windows overlap) accumulate in f32 like the convolutions; max
+// pooling only compares, in f16.
+// CHECK-LABEL: func @pooling_accumulates
+// CHECK: %[[C:.*]] = tg.conv2d {{.*}} compute(f32) {{.*}} -> tensor<2x4x8x8xf16>
+// CHECK: %[[M:.*]] = tg.max_pool2d %[[C]] {{.*}} compute(f16) : (tensor<2x4x8x8xf16>) -> tensor<2x4x4x4xf16>
+// CHECK: %[[A:.*]] = tg.avg_pool2d %[[M]] {{.*}} compute(f32) : (tensor<2x4x4x4xf16>) -> tensor<2x4x2x2xf16>
+// CHECK: tg.avg_pool2d_grad %[[A]] {{.*}} compute(f32) : (tensor<2x4x2x2xf16>) -> tensor<2x4x4x4xf16>
+// CHECK: tg.max_pool2d_grad {{.*}} compute(f32) : (tensor<2x4x4x4xf16>, tensor<2x4x8x8xf16>) -> tensor<2x4x8x8xf16>
+func.func @pooling_accumulates(%x: tensor<2x3x8x8xf32>, %f: tensor<4x3x3x3xf32>,
+                               %g: tensor<4x4x1x1xf32>) -> tensor<2x4x8x8xf32> {
+  %0 = tg.conv2d %x, %f strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+  %1 = tg.max_pool2d %0 window = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
+  %2 = tg.avg_pool2d %1 window = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] : (tensor<2x4x4x4xf32>) -> tensor<2x4x2x2xf32>
+  %3 = tg.avg_pool2d_grad %2 window = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] : (tensor<2x4x2x2xf32>) -> tensor<2x4x4x4xf32>
+  %4 = tg.max_pool2d_grad %3, %0 window = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] : (tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %5 = tg.conv2d %4, %g strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x8x8xf32>
+  return %5 : tensor<2x4x8x8xf32>
+}

@@ -609,8 +609,9 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
   for (Value v : external)
     fixUses(v);
 
-  // Compute types: allow-list ops accumulate in f32, other low ops compute
-  // in the low type, deny ops that touch low storage compute in f32.
+  // Compute types: allow-list ops accumulate in f32, and so do the other
+  // low ops that sum several terms per element (pooling); the remaining low
+  // ops compute in the low type, deny ops that touch low storage in f32.
   for (auto [i, n] : llvm::enumerate(nodes)) {
     if (!n.op.hasComputeType())
       continue;
@@ -622,9 +623,10 @@ void Colouring::rewrite(FunctionOpInterface fn, FunctionReport &report) {
       return false;
     };
     if (allow[i])
-      n.op.setComputeType(n.cls == PrecisionClass::Allow
-                              ? cast<FloatType>(f32)
-                              : low);
+      n.op.setComputeType(
+          n.cls == PrecisionClass::Allow || n.op.accumulatesTerms()
+              ? cast<FloatType>(f32)
+              : low);
     else if (touchesLow())
       n.op.setComputeType(cast<FloatType>(f32));
   }

@@ -138,12 +138,14 @@ def TG_MaxPool2dOp : TG_ComputeOp<"max_pool2d", "Clear", [
 }
 
 def TG_AvgPool2dOp : TG_ComputeOp<"avg_pool2d", "Infer", [
-    TG_InferShape, SameOperandsAndResultElementType, TG_Differentiable]> {
+    TG_InferShape, SameOperandsAndResultElementType, TG_Differentiable,
+    TG_AccumulatesTerms]> {
   let summary = "2-D average pooling";
   let description = [{
     The mean of each `window` of a rank-4 activation, at `strides`. Padded
     positions count in the divisor with `count_include_pad` (PyTorch's
-    default), else not (ONNX's). Sums in the compute type.
+    default), else not (ONNX's). Sums in the compute type, which is f32
+    when the storage is low (`AccumulatesTerms`).
   }];
   let arguments = !con((ins TG_FloatTensor:$input), TG_PoolGeometry,
                        (ins UnitAttr:$count_include_pad,
@@ -161,11 +163,14 @@ def TG_AvgPool2dOp : TG_ComputeOp<"avg_pool2d", "Infer", [
 
 def TG_MaxPool2dGradOp : TG_ComputeOp<"max_pool2d_grad", "Clear", [
     AllTypesMatch<["input", "result"]>,
-    AllElementTypesMatch<["grad", "input"]>]> {
+    AllElementTypesMatch<["grad", "input"]>, TG_AccumulatesTerms]> {
   let summary = "gradient of max_pool2d";
   let description = [{
     Routes each window's output gradient to the window's maximum in the
     forward `input` (the first one, in row-major window order, on ties).
+    Where windows overlap, an input position sums the gradients of every
+    window it is the maximum of, in the compute type (f32 when the storage
+    is low).
   }];
   let arguments = !con((ins TG_FloatTensor:$grad, TG_FloatTensor:$input),
                        TG_PoolGeometry,
@@ -182,12 +187,13 @@ def TG_MaxPool2dGradOp : TG_ComputeOp<"max_pool2d_grad", "Clear", [
 }
 
 def TG_AvgPool2dGradOp : TG_ComputeOp<"avg_pool2d_grad", "Infer", [
-    SameOperandsAndResultElementType]> {
+    SameOperandsAndResultElementType, TG_AccumulatesTerms]> {
   let summary = "gradient of avg_pool2d";
   let description = [{
     Spreads each window's output gradient evenly over the window's input
-    positions (with the forward op's divisor); the result type gives the
-    input's shape.
+    positions (with the forward op's divisor), summing where windows
+    overlap in the compute type (f32 when the storage is low); the result
+    type gives the input's shape.
   }];
   let arguments = !con((ins TG_FloatTensor:$grad), TG_PoolGeometry,
                        (ins UnitAttr:$count_include_pad,

@@ -74,6 +74,12 @@ template <typename ConcreteOp>
 class SameDataOperandStorage
     : public mlir::OpTrait::TraitBase<ConcreteOp, SameDataOperandStorage> {};
 
+/// Marks infer- and clear-list ops whose result elements each sum several
+/// terms: in low precision they compute in f32.
+template <typename ConcreteOp>
+class AccumulatesTerms
+    : public mlir::OpTrait::TraitBase<ConcreteOp, AccumulatesTerms> {};
+
 /// Marks ops whose data operands must be read in full precision.
 template <typename ConcreteOp>
 class FullPrecisionDataOperands

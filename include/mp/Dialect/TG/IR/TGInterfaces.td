@@ -32,7 +32,9 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
       `isPrecisionSensitiveOperand` whether a data operand must be read in
       full precision (loss inputs, optimizer gradients);
       `hasSameDataOperandStorage` whether such an op's data operands must
-      still share one storage type (matmul).
+      still share one storage type (matmul); `accumulatesTerms` whether an
+      op off the allow list still sums several terms per result element,
+      and so computes in f32 when its storage is low.
   }];
 
   let methods = [
@@ -69,6 +71,13 @@ def TG_PrecisionOpInterface : OpInterface<"PrecisionOpInterface"> {
       "bool", "hasIndependentResultStorage", (ins), [{}], [{
         return ConcreteOp::template hasTrait<
             ::mp::tg::OpTrait::IndependentResultStorage>();
+      }]>,
+    StaticInterfaceMethod<
+      "Whether each result element sums several terms (average pooling, "
+      "pooling gradients): in low precision the op still computes in f32.",
+      "bool", "accumulatesTerms", (ins), [{}], [{
+        return ConcreteOp::template hasTrait<
+            ::mp::tg::OpTrait::AccumulatesTerms>();
       }]>,
     StaticInterfaceMethod<
       "Whether the data operands must share one storage type although the "

@@ -50,6 +50,12 @@ def TG_IndependentResultStorage : NativeOpTrait<"IndependentResultStorage"> {
 def TG_SameDataOperandStorage : NativeOpTrait<"SameDataOperandStorage"> {
   let cppNamespace = "::mp::tg::OpTrait";
 }
+/// Each result element sums several terms (average pooling, pooling
+/// gradients over overlapping windows): in low precision it still
+/// accumulates in f32, like an allow-list op.
+def TG_AccumulatesTerms : NativeOpTrait<"AccumulatesTerms"> {
+  let cppNamespace = "::mp::tg::OpTrait";
+}
 /// Data operands must be read in full precision (losses, optimizer updates).
 def TG_FullPrecisionDataOperands
     : NativeOpTrait<"FullPrecisionDataOperands"> {
