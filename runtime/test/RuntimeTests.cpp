@@ -1127,6 +1127,38 @@ void testElementwise(std::mt19937_64 &rng) {
                        ": f16/bf16 compute rounds the result to that type");
   }
 
+  // A NaN input gives a NaN, as in PyTorch and JAX: a NaN an activation
+  // swallowed would hide an overflow from loss scaling's check (relu was
+  // max(x, 0), which maps NaN to 0). Every unary op, every storage type,
+  // through the fast paths and the loops.
+  {
+    bool propagates = true;
+    std::string failAt;
+    for (int library = 1; library >= 0; --library) {
+      mpUseLibraryKernels(library);
+      for (const Unary &op : unaries)
+        for (mpElementType t : {MP_F32, MP_F16, MP_BF16, MP_F64}) {
+          const int count = 70; // a whole vector and a tail
+          std::vector<double> wide(count, std::nan(""));
+          std::vector<uint8_t> in(count * elementSize(t)),
+              out(count * elementSize(t));
+          mpConvert(wide.data(), MP_F64, in.data(), t, count);
+          mpTensor I = tensorOfShape(in.data(), t, {count}),
+                   O = tensorOfShape(out.data(), t, {count});
+          bool ok = mpUnary(op.kind, &I, &O, t == MP_F64 ? MP_F64 : MP_F32) ==
+                    MP_OK;
+          for (int i = 0; ok && i < count; ++i)
+            ok = std::isnan(readBack(out, t, i));
+          if (!ok && propagates)
+            failAt = std::string(" (") + op.name + " on " + typeName(t) +
+                     (library ? ", fast path)" : ", loops)");
+          propagates &= ok;
+        }
+    }
+    mpUseLibraryKernels(1);
+    check(propagates, "every unary op maps NaN to NaN" + failAt);
+  }
+
   // Binary ops with broadcasting: [4,1,5] op [3,1] -> [4,3,5].
   struct Binary {
     const char *name;

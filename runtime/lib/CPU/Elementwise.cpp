@@ -43,8 +43,8 @@ __attribute__((always_inline)) inline T unary(mpUnaryKind kind, T x) {
   switch (kind) {
   case MP_NEG:
     return -x;
-  case MP_RELU:
-    return x > T(0) ? x : T(0);
+  case MP_RELU: // NaN stays NaN, as in PyTorch (not max(x, 0))
+    return x > T(0) || x != x ? x : T(0);
   case MP_GELU:
     return x * mathNormalCdf(x);
   case MP_GELU_TANH:

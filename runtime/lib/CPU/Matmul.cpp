@@ -207,8 +207,8 @@ void lowPrecisionMatmul(const mpTensor *lhs, const mpTensor *rhs,
 /// The activation of an epilogue, in T.
 template <typename T> T activate(mpActivation a, T x) {
   switch (a) {
-  case MP_ACTIVATION_RELU:
-    return x > T(0) ? x : T(0);
+  case MP_ACTIVATION_RELU: // NaN stays NaN, as in mpUnary
+    return x > T(0) || x != x ? x : T(0);
   case MP_ACTIVATION_GELU:
     return x * mathNormalCdf(x);
   case MP_ACTIVATION_GELU_TANH:

@@ -51,7 +51,7 @@ template <typename C> __device__ C geluTanhInner(C x) {
 template <typename C> __device__ C unaryOp(int kind, C x) {
   switch (kind) {
   case MP_NEG: return -x;
-  case MP_RELU: return x > C(0) ? x : C(0);
+  case MP_RELU: return x > C(0) || x != x ? x : C(0); // NaN stays NaN
   case MP_GELU: return x * normalCdf(x);
   case MP_GELU_TANH: return x * logisticOf2u(geluTanhInner(x)).s;
   case MP_TANH: return tanh(x);
@@ -633,7 +633,7 @@ __global__ void epilogueKernel(const C *acc, const void *bias, int biasType,
     if (residual)
       v += loadAs<C>(residual, outType, i);
     switch (activation) {
-    case MP_ACTIVATION_RELU: v = v > C(0) ? v : C(0); break;
+    case MP_ACTIVATION_RELU: v = v > C(0) || v != v ? v : C(0); break;
     case MP_ACTIVATION_GELU: v = v * normalCdf(v); break;
     case MP_ACTIVATION_GELU_TANH:
       v = v * logisticOf2u(geluTanhInner(v)).s;

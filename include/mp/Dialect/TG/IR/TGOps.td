@@ -401,7 +401,7 @@ def TG_MaximumOp : TG_BinaryOp<"maximum", "Infer", "max">;
 def TG_MinimumOp : TG_BinaryOp<"minimum", "Infer", "min">;
 
 def TG_NegOp : TG_UnaryOp<"neg", "Infer", "-x"> { let hasFolder = 1; }
-def TG_ReluOp : TG_UnaryOp<"relu", "Clear", "max(x, 0)">;
+def TG_ReluOp : TG_UnaryOp<"relu", "Clear", "max(x, 0), NaN for NaN">;
 def TG_TanhOp : TG_UnaryOp<"tanh", "Infer", "tanh(x)">;
 def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "Infer", "1 / (1 + exp(-x))">;
 def TG_ExpOp : TG_DenyUnaryOp<"exp", "exp(x)">;
