@@ -1,4 +1,4 @@
-//===- elementwise_cpu.cpp - activations, softmax, select, layer norm ----===//
+//===- elementwise_cpu.cpp - activations, softmax, norms, dropout ---------===//
 //
 // The elementwise activations of a training step and their gradients
 // (mpUnary, mpActivationGrad) on the CPU runtime's fast paths, on a
@@ -7,8 +7,9 @@
 // storage. ReLU, which only moves bytes, is the floor: the table gives
 // ns per element and each kind's time as a ratio to ReLU's in the same
 // run. Softmax over rows of 128 (GPT-2's attention), a select under a
-// causal mask [128, 128] and layer norm over rows of 256 (a hidden state)
-// follow, on as many elements. The kinds alternate in one process, 12
+// causal mask [128, 128], layer norm over rows of 256 (a hidden state) and
+// dropout at rate 0.1 (its gradient is the same op) follow, on as many
+// elements. The kinds alternate in one process, 12
 // times; each entry is the minimum of the last 10. Build against the
 // runtime library of a Release build (one command):
 //
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
     int64_t rows = std::max<int64_t>(n / 128, 1);
     Buffer scores(type, {rows, 128}), probs(type, {rows, 128}),
         dprobs(type, {rows, 128}), dscores(type, {rows, 128});
-    Buffer mask(MP_I1, {128, 128}), fill(type, {});
+    Buffer mask(MP_I1, {128, 128}), fill(type, {}), seed(MP_I64, {});
     int64_t hidden = std::max<int64_t>(n / 256, 1);
     Buffer hx(type, {hidden, 256}), hy(type, {hidden, 256}),
         hdy(type, {hidden, 256}), hdx(type, {hidden, 256});
@@ -69,8 +70,8 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < 128 * 128; ++i)
       mask.bytes[size_t(i)] = i % 128 <= i / 128; // causal: column <= row
     // The softmax's forward and gradient, the select, the layer norm's
-    // forward and gradient, after the kinds.
-    std::vector<std::vector<double>> times(std::size(kinds) * 2 + 5);
+    // forward and gradient, the dropout, after the kinds.
+    std::vector<std::vector<double>> times(std::size(kinds) * 2 + 6);
     for (int round = 0; round < 12; ++round) {
       double s0 = nowMs();
       check(mpSoftmax(&scores.t, &probs.t, 1, 0, MP_F32));
@@ -93,6 +94,8 @@ int main(int argc, char **argv) {
       check(mpLayerNormGrad(&hdy.t, &hx.t, &gamma.t, &mean.t, &rstd.t, &hdx.t,
                             &dgamma.t, &dbeta.t, 1, MP_F32));
       double s5 = nowMs();
+      check(mpDropout(&x.t, &seed.t, &y.t, 0.1f, 0, MP_F32));
+      double s6 = nowMs();
       if (round >= 2) {
         size_t at = std::size(kinds) * 2;
         times[at].push_back(s1 - s0);
@@ -100,6 +103,7 @@ int main(int argc, char **argv) {
         times[at + 2].push_back(s3 - s2);
         times[at + 3].push_back(s4 - s3);
         times[at + 4].push_back(s5 - s4);
+        times[at + 5].push_back(s6 - s5);
       }
       for (size_t k = 0; k < std::size(kinds); ++k) {
         double t0 = nowMs();
@@ -120,7 +124,8 @@ int main(int argc, char **argv) {
                      1e6 /
                      double(k < std::size(kinds) * 2       ? n
                             : k < std::size(kinds) * 2 + 3 ? rows * 128
-                                                           : hidden * 256));
+                            : k < std::size(kinds) * 2 + 5 ? hidden * 256
+                                                           : n));
     for (size_t k = 0; k < std::size(kinds); ++k)
       std::printf("%-10s %-5s %8.3f (%4.1fx) %8.3f (%4.1fx)\n",
                   kinds[k].name, type == MP_F32 ? "f32" : "bf16",
@@ -136,6 +141,9 @@ int main(int argc, char **argv) {
     std::printf("%-10s %-5s %8.3f (%4.1fx) %8.3f (%4.1fx)\n", "layer_norm",
                 type == MP_F32 ? "f32" : "bf16", best[at + 3],
                 best[at + 3] / best[0], best[at + 4], best[at + 4] / best[1]);
+    std::printf("%-10s %-5s %8.3f (%4.1fx)\n", "dropout",
+                type == MP_F32 ? "f32" : "bf16", best[at + 5],
+                best[at + 5] / best[0]);
   }
   return 0;
 }
