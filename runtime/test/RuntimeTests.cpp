@@ -1155,8 +1155,40 @@ void testElementwise(std::mt19937_64 &rng) {
           propagates &= ok;
         }
     }
+    // The fused matmul's activations likewise (oneDNN's ReLU post-op is
+    // max(x, 0)): a NaN in row 0 of the lhs makes row 0 of the product NaN.
+    for (int library = 1; library >= 0; --library) {
+      mpUseLibraryKernels(library);
+      for (mpElementType t : {MP_F32, MP_BF16})
+        for (int act = MP_ACTIVATION_RELU; act <= MP_ACTIVATION_GELU_TANH;
+             ++act) {
+          const int64_t m = 32, k = 48, nn = 40;
+          std::vector<double> a(m * k, -0.25), b(k * nn, 0.5);
+          a[3] = std::nan("");
+          std::vector<uint8_t> al(a.size() * elementSize(t)),
+              bl(b.size() * elementSize(t)), out(m * nn * elementSize(t));
+          mpConvert(a.data(), MP_F64, al.data(), t, int64_t(a.size()));
+          mpConvert(b.data(), MP_F64, bl.data(), t, int64_t(b.size()));
+          mpTensor A = tensorOfShape(al.data(), t, {m, k}),
+                   B = tensorOfShape(bl.data(), t, {k, nn}),
+                   O = tensorOfShape(out.data(), t, {m, nn});
+          bool ok = mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0, act,
+                                  MP_F32) == MP_OK;
+          for (int64_t j = 0; ok && j < nn; ++j)
+            ok = std::isnan(readBack(out, t, j)) &&
+                 readBack(out, t, nn + j) == (act == MP_ACTIVATION_RELU
+                                                  ? 0.0
+                                                  : readBack(out, t, nn + j));
+          if (!ok && propagates)
+            failAt = std::string(" (fused matmul, activation ") +
+                     std::to_string(act) + " on " + typeName(t) +
+                     (library ? ", library)" : ", loops)");
+          propagates &= ok;
+        }
+    }
     mpUseLibraryKernels(1);
-    check(propagates, "every unary op maps NaN to NaN" + failAt);
+    check(propagates, "every unary op and fused-matmul activation maps NaN "
+                      "to NaN" + failAt);
   }
 
   // Binary ops with broadcasting: [4,1,5] op [3,1] -> [4,3,5].

@@ -224,7 +224,11 @@ template <typename T> T activate(mpActivation a, T x) {
 /// outputs oneDNN cannot write computed in f32 and narrowed. The epilogue
 /// of a fused matmul (a bias, a residual, an activation; none for a plain
 /// one) runs as oneDNN post-ops on the f32 accumulators; the residual goes
-/// into the output first, where the sum post-op reads it.
+/// into the output first, where the sum post-op reads it. ReLU is the
+/// exception: oneDNN's ReLU post-op is max(x, 0), which maps NaN to 0, so
+/// it runs after the product as the runtime's own (mpUnary), which keeps
+/// NaN as the loops and the unfused op do. Rounding to the output type
+/// keeps signs, so ReLU after it gives the same bits as before it.
 bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
                         const mpTensor *bias, const mpTensor *residual,
                         mpTensor *out, bool ta, bool tb, int64_t m, int64_t n,
@@ -237,8 +241,12 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   int64_t count = b.count * m * n;
   std::vector<float> biasF32;
   DnnlEpilogue epilogue;
-  epilogue.activation = activation;
+  bool reluAfter = activation == MP_ACTIVATION_RELU;
+  epilogue.activation = reluAfter ? MP_ACTIVATION_NONE : activation;
   epilogue.sum = residual != nullptr;
+  auto finish = [&] {
+    return !reluAfter || mpUnary(MP_RELU, out, out, MP_F32) == MP_OK;
+  };
   if (bias)
     epilogue.bias = widen<float>(bias, MP_F32, biasF32);
   auto residualIntoOut = [&] {
@@ -250,7 +258,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
     residualIntoOut();
     if (dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
                    &epilogue))
-      return true;
+      return finish();
   }
   std::vector<float> lt, rt, ot;
   mpTensor l = *lhs, r = *rhs, o = *out;
@@ -272,7 +280,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
     return false;
   if (out->elementType != MP_F32)
     narrow(ot.data(), count, out);
-  return true;
+  return finish();
 }
 
 /// The fused matmul anywhere else: the product in T (the compute type) into
