@@ -1597,59 +1597,64 @@ void testConvolution(std::mt19937_64 &rng) {
 /// The weight gradient of strided 1x1 NHWC convolutions with fewer input
 /// channels than oneDNN's channel block, at the sizes where oneDNN 2.6's
 /// jit_1x1 kernels wrote past their workspace (uxlfoundation/oneDNN#6035;
-/// Dnnl.cpp's knownBroken): the heap stays whole and the gradient matches
-/// the f64 loops within the f32 accumulation bound.
+/// Dnnl.cpp's knownBroken), on f32 and bf16 storage: the heap stays whole
+/// and the gradient matches the f64 loops on the same rounded inputs within
+/// the f32 accumulation bound.
 void testStridedPointwiseGradFilter(std::mt19937_64 &rng) {
   const double u32 = std::ldexp(1.0, -24);
   bool ok = true;
-  for (int64_t c : {3, 4, 12, 15, 16}) {
-    ConvCase k;
-    k.n = 8;
-    k.c = c;
-    k.o = 16;
-    k.h = k.w = 64;
-    k.kh = k.kw = 1;
-    k.groups = k.win.groups = 1;
-    k.win.strides[0] = k.win.strides[1] = 2;
-    k.win.dilations[0] = k.win.dilations[1] = 1;
-    k.win.channelsLast = 1;
-    k.oh = k.ow = 32;
-    F64 x(k.act(k.c, k.h, k.w), rng), dy(k.act(k.o, k.oh, k.ow), rng);
-    std::vector<double> want(k.o * k.c);
-    mpTensor X = x.t(), DY = dy.t(),
-             W = tensorOfShape(want.data(), MP_F64, {k.o, k.c, 1, 1});
-    ok &= mpConv2dGradFilter(&DY, &X, &W, &k.win, MP_F64) == MP_OK;
-    std::vector<float> xf(x.v.begin(), x.v.end()), dyf(dy.v.begin(), dy.v.end());
-    // The inputs rounded to f32, as the f32 pass reads them.
-    for (size_t i = 0; i < x.v.size(); ++i)
-      x.v[i] = xf[i];
-    for (size_t i = 0; i < dy.v.size(); ++i)
-      dy.v[i] = dyf[i];
-    ok &= mpConv2dGradFilter(&DY, &X, &W, &k.win, MP_F64) == MP_OK;
-    // The sums of |terms|, the gradient of |x| and |dy|, bound the rounding.
-    F64 ax = x, ady = dy;
-    for (double &e : ax.v)
-      e = std::fabs(e);
-    for (double &e : ady.v)
-      e = std::fabs(e);
-    std::vector<double> absSum(want.size());
-    mpTensor AX = ax.t(), ADY = ady.t(),
-             A = tensorOfShape(absSum.data(), MP_F64, {k.o, k.c, 1, 1});
-    ok &= mpConv2dGradFilter(&ADY, &AX, &A, &k.win, MP_F64) == MP_OK;
-    int64_t terms = k.n * k.oh * k.ow;
-    for (int repeat = 0; repeat < 4; ++repeat) {
-      std::vector<float> got(want.size());
-      mpTensor Xs = tensorOfShape(xf.data(), MP_F32, x.shape),
-               DYs = tensorOfShape(dyf.data(), MP_F32, dy.shape),
-               G = tensorOfShape(got.data(), MP_F32, {k.o, k.c, 1, 1});
-      ok &= mpConv2dGradFilter(&DYs, &Xs, &G, &k.win, MP_F32) == MP_OK;
-      for (size_t i = 0; i < want.size(); ++i)
-        ok &= std::fabs(got[i] - want[i]) <= (2 * terms + 2) * u32 * absSum[i];
+  for (mpElementType storage : {MP_F32, MP_BF16})
+    for (int64_t c : {3, 4, 12, 15, 16}) {
+      ConvCase k;
+      k.n = 8;
+      k.c = c;
+      k.o = 16;
+      k.h = k.w = 64;
+      k.kh = k.kw = 1;
+      k.groups = k.win.groups = 1;
+      k.win.strides[0] = k.win.strides[1] = 2;
+      k.win.dilations[0] = k.win.dilations[1] = 1;
+      k.win.channelsLast = 1;
+      k.oh = k.ow = 32;
+      F64 x(k.act(k.c, k.h, k.w), rng), dy(k.act(k.o, k.oh, k.ow), rng);
+      // The inputs in the storage type, and as the f64 values they hold.
+      std::vector<uint8_t> xs(x.v.size() * elementSize(storage)),
+          dys(dy.v.size() * elementSize(storage));
+      mpConvert(x.v.data(), MP_F64, xs.data(), storage, int64_t(x.v.size()));
+      mpConvert(dy.v.data(), MP_F64, dys.data(), storage,
+                int64_t(dy.v.size()));
+      mpConvert(xs.data(), storage, x.v.data(), MP_F64, int64_t(x.v.size()));
+      mpConvert(dys.data(), storage, dy.v.data(), MP_F64,
+                int64_t(dy.v.size()));
+      std::vector<double> want(k.o * k.c), absSum(want.size());
+      mpTensor X = x.t(), DY = dy.t(),
+               W = tensorOfShape(want.data(), MP_F64, {k.o, k.c, 1, 1});
+      ok &= mpConv2dGradFilter(&DY, &X, &W, &k.win, MP_F64) == MP_OK;
+      // The sums of |terms|, the gradient of |x| and |dy|, bound the
+      // rounding.
+      F64 ax = x, ady = dy;
+      for (double &e : ax.v)
+        e = std::fabs(e);
+      for (double &e : ady.v)
+        e = std::fabs(e);
+      mpTensor AX = ax.t(), ADY = ady.t(),
+               A = tensorOfShape(absSum.data(), MP_F64, {k.o, k.c, 1, 1});
+      ok &= mpConv2dGradFilter(&ADY, &AX, &A, &k.win, MP_F64) == MP_OK;
+      int64_t terms = k.n * k.oh * k.ow;
+      for (int repeat = 0; repeat < 4; ++repeat) {
+        std::vector<float> got(want.size());
+        mpTensor Xs = tensorOfShape(xs.data(), storage, x.shape),
+                 DYs = tensorOfShape(dys.data(), storage, dy.shape),
+                 G = tensorOfShape(got.data(), MP_F32, {k.o, k.c, 1, 1});
+        ok &= mpConv2dGradFilter(&DYs, &Xs, &G, &k.win, MP_F32) == MP_OK;
+        for (size_t i = 0; i < want.size(); ++i)
+          ok &= std::fabs(got[i] - want[i]) <=
+                (2 * terms + 2) * u32 * absSum[i];
+      }
     }
-  }
   check(ok, "the weight gradient of strided 1x1 NHWC convolutions with 3 to "
-            "16 input channels (oneDNN 2.6's jit_1x1 overrun) matches the "
-            "f64 loops");
+            "16 input channels on f32 and bf16 (oneDNN 2.6's jit_1x1 "
+            "overrun) matches the f64 loops");
 }
 
 void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
