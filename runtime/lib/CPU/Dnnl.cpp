@@ -118,12 +118,17 @@ std::map<Key, Cached> cache;
 /// Whether oneDNN chose a real kernel for `pd`: on a CPU without the
 /// instructions (bf16 before AVX512_BF16, say) it may fall back to its
 /// reference loops, slower than the runtime's own f32 paths, which the
-/// callers then take instead.
-bool optimisedImpl(const_dnnl_primitive_desc_t pd) {
+/// callers then take instead. `name` receives the implementation's name
+/// when the caller wants it.
+bool optimisedImpl(const_dnnl_primitive_desc_t pd,
+                   const char **name = nullptr) {
   const char *impl = nullptr;
-  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) ==
-             dnnl_success &&
-         impl && std::strncmp(impl, "ref", 3) != 0;
+  bool ok = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0,
+                                      &impl) == dnnl_success &&
+            impl && std::strncmp(impl, "ref", 3) != 0;
+  if (name)
+    *name = impl;
+  return ok;
 }
 
 /// Whether oneDNN 2.6's implementation `impl` is known to be wrong for this
@@ -156,9 +161,7 @@ firstUsableImpl(const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint,
   do {
     dnnl_primitive_desc_t pd = dnnl_primitive_desc_iterator_fetch(it);
     const char *impl = nullptr;
-    if (pd && optimisedImpl(pd) &&
-        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) ==
-            dnnl_success &&
+    if (pd && optimisedImpl(pd, &impl) &&
         !knownBroken(impl, kind, w, inputChannels)) {
       chosen = pd;
       break;
