@@ -333,3 +333,36 @@ func.func @pooling_accumulates(%x: tensor<2x3x8x8xf32>, %f: tensor<4x3x3x3xf32>,
   %5 = tg.conv2d %4, %g strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x8x8xf32>
   return %5 : tensor<2x4x8x8xf32>
 }
+
+// -----
+
+// A residual block: the add of two batch norms of f16 convolutions is f16,
+// as is its relu, and the batch norms write f16. Their running statistics
+// stay f32, and so does the f32 arithmetic on them (the mul of the running
+// mean), which a batch norm's data output alone makes low.
+// CHECK-LABEL: func @batch_norm_residual
+// CHECK: %[[C1:.*]] = tg.conv2d {{.*}} -> tensor<2x4x8x8xf16>
+// CHECK: %[[Y1:[a-z_0-9]*]], %{{.*}}, %{{.*}}, %[[RM:[a-z_0-9]*]], %{{.*}} = tg.batch_norm %[[C1]], {{.*}} compute(f32) : (tensor<2x4x8x8xf16>, {{.*}}) -> (tensor<2x4x8x8xf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[C2:.*]] = tg.conv2d {{.*}} -> tensor<2x4x8x8xf16>
+// CHECK: %[[Y2:[a-z_0-9]*]], {{.*}} = tg.batch_norm %[[C2]], {{.*}} -> (tensor<2x4x8x8xf16>,
+// CHECK-NOT: tg.cast
+// CHECK: %[[S:.*]] = tg.add %[[Y1]], %[[Y2]] compute(f16) : (tensor<2x4x8x8xf16>, tensor<2x4x8x8xf16>) -> tensor<2x4x8x8xf16>
+// CHECK-NOT: tg.cast
+// CHECK: %[[R:.*]] = tg.relu %[[S]] compute(f16) : tensor<2x4x8x8xf16>
+// CHECK-NEXT: tg.mul %[[RM]], %{{.*}} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: tg.conv2d %[[R]]
+func.func @batch_norm_residual(%x: tensor<2x4x8x8xf32>, %f1: tensor<4x4x3x3xf32>,
+                               %f2: tensor<4x4x1x1xf32>, %f3: tensor<4x4x1x1xf32>,
+                               %g: tensor<4xf32>, %b: tensor<4xf32>,
+                               %rm: tensor<4xf32>, %rv: tensor<4xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<4xf32>) {
+  %c1 = tg.conv2d %x, %f1 strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<2x4x8x8xf32>
+  %y1, %m1, %s1, %rm1, %rv1 = tg.batch_norm %c1, %g, %b, %rm, %rv epsilon = 1.0e-05 momentum = 1.0e-01 : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %c2 = tg.conv2d %x, %f2 strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x8x8xf32>
+  %y2, %m2, %s2, %rm2, %rv2 = tg.batch_norm %c2, %g, %b, %rm, %rv epsilon = 1.0e-05 momentum = 1.0e-01 : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %sum = tg.add %y1, %y2 : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %r = tg.relu %sum : tensor<2x4x8x8xf32>
+  %avg = tg.mul %rm1, %rm2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %c3 = tg.conv2d %r, %f3 strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x8x8xf32>
+  return %c3, %avg : tensor<2x4x8x8xf32>, tensor<4xf32>
+}

@@ -112,6 +112,9 @@ private:
   template <typename EnterFn, typename VisitFn>
   void dfs(unsigned root, Dir dir, EnterFn enter, VisitFn visit);
   Want wantOf(OpOperand &use) const;
+  /// A batch or layer norm that computes in f32 and reads and writes
+  /// activations of either type.
+  bool isStorageNeutralNorm(unsigned i);
   bool isDataOperand(Node &n, unsigned i) const;
   /// Whether a data operand of `op` holds a constant whose magnitude the
   /// low type cannot hold (it would round to infinity).
@@ -195,6 +198,13 @@ bool Colouring::readsOutOfRange(PrecisionOpInterface op) const {
         knownMagnitude(op->getOperand(k)) > largest)
       return true;
   return false;
+}
+
+bool Colouring::isStorageNeutralNorm(unsigned i) {
+  Node &n = nodes[i];
+  return n.cls == PrecisionClass::Deny && n.independentStorage &&
+         isa<LayerNormOp, BatchNormOp, BatchNormInferenceOp>(
+             n.op.getOperation());
 }
 
 bool Colouring::isDataOperand(Node &n, unsigned i) const {
@@ -335,9 +345,7 @@ void Colouring::colour() {
     // A normalisation computes in f32 but reads and writes activations of
     // any type (as cuDNN's do): its arithmetic stays inside, and its
     // consumers are decided by what else they meet.
-    if (nodes[r].independentStorage &&
-        isa<LayerNormOp, BatchNormOp, BatchNormInferenceOp>(
-            nodes[r].op.getOperation()))
+    if (isStorageNeutralNorm(r))
       continue;
     dfs(
         r, Dir::Outputs, [&](unsigned i) { return !deny[i] && upstream[i]; },
@@ -378,17 +386,34 @@ void Colouring::colour() {
   }
 
   // Phase 4: an infer op fed by an allow op and by no deny op becomes allow.
-  // Nodes are in program order, so chains of infer ops follow their first
-  // op.
+  // A normalisation of a low-precision activation passes its precision on
+  // (Grappler lists FusedBatchNorm as infer; autocast runs batch norm in its
+  // input's type): the residual add of two batch norms after convolutions
+  // is low, as it would be after the convolutions themselves, instead of an
+  // f32 island with a cast on each side. Nodes are in program order, so
+  // chains of infer ops follow their first op.
+  auto normalisesLow = [&](Value v) {
+    auto r = dyn_cast<OpResult>(v);
+    std::optional<unsigned> f = r ? nodeOf(r.getOwner()) : std::nullopt;
+    return f && isStorageNeutralNorm(*f) &&
+           nodes[*f].op.isDataResult(r.getResultNumber()) &&
+           llvm::any_of(nodes[*f].fanin, [&](unsigned g) { return allow[g]; });
+  };
   for (unsigned i = 0; i < n; ++i) {
     if (allow[i] || deny[i] || !is(i, PrecisionClass::Infer))
       continue;
     std::optional<unsigned> from;
     bool denied = false;
-    for (unsigned f : nodes[i].fanin) {
-      denied |= bool(deny[f]);
-      if (allow[f] && !from)
-        from = f;
+    for (unsigned k = 0, e = nodes[i].op->getNumOperands(); k < e; ++k) {
+      if (!isDataOperand(nodes[i], k))
+        continue;
+      Value src = lookThroughCasts(nodes[i].op->getOperand(k));
+      std::optional<unsigned> f = nodeOf(src.getDefiningOp());
+      if (!f)
+        continue;
+      denied |= bool(deny[*f]);
+      if (!from && (allow[*f] || normalisesLow(src)))
+        from = *f;
     }
     if (from && !denied) {
       allow[i] = 1;
