@@ -285,6 +285,79 @@ Span span(const Act &in, const mpWindow *w, mpPoolKind kind, int64_t y0,
 
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// Lanes: 16 floats in GCC's and clang's vector extension, for loops that
+// run across channels (NHWC pooling and batch norm)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A bf16's bits.
+struct Bf16 {
+  uint16_t bits;
+};
+
+#define MP_INLINE __attribute__((always_inline)) inline
+
+constexpr int64_t kLanes = 16;
+
+// Lanes are arguments and results of functions that are always inlined,
+// so GCC's note that their ABI differs between instruction sets does not
+// apply (down to the batch-norm loops, where the note is turned back on).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+/// 16 lanes of f32 (of u32, of u16) in GCC's and clang's vector extension:
+/// one AVX-512 register, two AVX2 or four SSE registers, whichever the
+/// function is compiled for.
+typedef float Lanes __attribute__((vector_size(64)));
+typedef uint32_t Words __attribute__((vector_size(64)));
+typedef uint16_t Halves __attribute__((vector_size(32)));
+
+/// Loads `W` elements (0: `n` < kLanes, the rest of the lanes 0) as f32.
+template <int64_t W> MP_INLINE Lanes load(const float *p, int64_t n) {
+  Lanes v = {};
+  std::memcpy(&v, p, sizeof(float) * size_t(W ? W : n));
+  return v;
+}
+template <int64_t W> MP_INLINE Lanes load(const Bf16 *p, int64_t n) {
+  Halves h = {};
+  std::memcpy(&h, p, sizeof(Bf16) * size_t(W ? W : n));
+  Words bits = __builtin_convertvector(h, Words) << 16;
+  Lanes v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+/// Stores `W` lanes (0: the first `n`), rounded as mpF32ToBF16 rounds
+/// (to nearest even; a NaN quieted with its payload) for bf16.
+template <int64_t W> MP_INLINE void store(Lanes v, float *p, int64_t n) {
+  std::memcpy(p, &v, sizeof(float) * size_t(W ? W : n));
+}
+template <int64_t W> MP_INLINE void store(Lanes v, Bf16 *p, int64_t n) {
+  Words x;
+  std::memcpy(&x, &v, sizeof x);
+  Words rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  Words quiet = (x >> 16) | 0x40u;
+  Words nan = (Words)((x & 0x7fffffffu) > 0x7f800000u);
+  Halves h = __builtin_convertvector((quiet & nan) | (rounded & ~nan), Halves);
+  std::memcpy(p, &h, sizeof(Bf16) * size_t(W ? W : n));
+}
+
+/// a where `mask` is set, else b.
+MP_INLINE Lanes select(Words mask, Lanes a, Lanes b) {
+  Words x, y;
+  std::memcpy(&x, &a, sizeof x);
+  std::memcpy(&y, &b, sizeof y);
+  Words r = (x & mask) | (y & ~mask);
+  Lanes v;
+  std::memcpy(&v, &r, sizeof v);
+  return v;
+}
+
+} // namespace
+
 namespace {
 
 /// An f32 buffer for `t`: `t`'s own data when it is f32, else a scratch
@@ -374,6 +447,36 @@ void poolNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
 /// fastPoolGrad on NHWC buffers, likewise. Windows of neighbouring output
 /// rows overlap, so threads split images: each channel's adds into dx
 /// happen in the planar loop's order of output positions.
+/// The first maximum of each channel's window: `best[k]` is the index into
+/// `slots` (the window's NHWC positions, in the loops' order) of the first
+/// element of channel k that no later element exceeds; a NaN first stays.
+/// 16 channels at a time in vector lanes.
+template <int64_t W>
+MP_INLINE void maxSlotsChunk(const float *x, const std::vector<int64_t> &slots,
+                             int64_t k, int64_t width, int32_t *best) {
+  Lanes top = load<W>(x + slots[0] + k, width);
+  Words at = {};
+  for (size_t p = 1; p < slots.size(); ++p) {
+    Lanes v = load<W>(x + slots[p] + k, width);
+    Words greater = (Words)(v > top);
+    top = select(greater, v, top);
+    at = (at & ~greater) | (Words(uint32_t(p) + Words{}) & greater);
+  }
+  uint32_t lanes[kLanes];
+  std::memcpy(lanes, &at, sizeof lanes);
+  for (int64_t l = 0; l < (W ? W : width); ++l)
+    best[k + l] = int32_t(lanes[l]);
+}
+
+void maxSlots(const float *x, const std::vector<int64_t> &slots, int64_t c,
+              int32_t *best) {
+  int64_t k = 0;
+  for (; k + kLanes <= c; k += kLanes)
+    maxSlotsChunk<kLanes>(x, slots, k, c - k, best);
+  if (k < c)
+    maxSlotsChunk<0>(x, slots, k, c - k, best);
+}
+
 template <typename A>
 void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
                   const mpWindow *w, bool exactD, bool exactX, const float *d,
@@ -381,7 +484,8 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
   int64_t c = o.c;
   parallelFor(o.n, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> top(static_cast<size_t>(c)), dv(top.size());
-    std::vector<int64_t> best(top.size());
+    std::vector<int32_t> best(top.size());
+    std::vector<int64_t> slots;
     for (int64_t n = begin; n < end; ++n) {
       std::fill(g + in.at(n, 0, 0, 0), g + in.at(n, 0, 0, 0) + in.h * in.w * c,
                 0.0f);
@@ -392,23 +496,46 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
         for (int64_t k = 0; k < c; ++k)
           dv[size_t(k)] = exactD ? dyRow[k] : a.r(dyRow[k]);
         if (kind == MP_POOL_MAX) {
-          std::fill(best.begin(), best.end(), int64_t(-1));
-          std::fill(top.begin(), top.end(),
-                    -std::numeric_limits<float>::infinity());
+          // The window's first element, then each later one that is
+          // greater: the loops' first maximum (a NaN first stays), in
+          // branch-free lanes across the channels.
+          slots.clear();
           for (int64_t yy = s.ya; yy < s.yb; ++yy)
-            for (int64_t xx = s.xa; xx < s.xb; ++xx) {
-              int64_t at = in.at(n, 0, yy, xx);
-              for (int64_t k = 0; k < c; ++k) {
-                float v = exactX ? x[at + k] : a.r(x[at + k]);
-                if (best[size_t(k)] < 0 || v > top[size_t(k)]) {
-                  best[size_t(k)] = at + k;
-                  top[size_t(k)] = v;
-                }
-              }
+            for (int64_t xx = s.xa; xx < s.xb; ++xx)
+              slots.push_back(in.at(n, 0, yy, xx));
+          if (slots.empty())
+            return;
+          float *tp = top.data();
+          int32_t *bp = best.data();
+          if (exactX) {
+            maxSlots(x, slots, c, bp);
+            for (int64_t k = 0; k < c; ++k) {
+              float &slot = g[slots[size_t(bp[k])] + k];
+              slot = a.add(slot, dv[size_t(k)]);
             }
-          for (int64_t k = 0; k < c; ++k)
-            if (best[size_t(k)] >= 0)
-              g[best[size_t(k)]] = a.add(g[best[size_t(k)]], dv[size_t(k)]);
+            return;
+          }
+          auto value = [&](int64_t at) {
+            return exactX ? x[at] : a.r(x[at]);
+          };
+          for (int64_t k = 0; k < c; ++k) {
+            tp[k] = value(slots[0] + k);
+            bp[k] = 0;
+          }
+          for (size_t p = 1; p < slots.size(); ++p) {
+            const int64_t at = slots[p];
+            const int32_t slot = int32_t(p);
+            for (int64_t k = 0; k < c; ++k) {
+              float v = value(at + k);
+              bool greater = v > tp[k];
+              tp[k] = greater ? v : tp[k];
+              bp[k] = greater ? slot : bp[k];
+            }
+          }
+          for (int64_t k = 0; k < c; ++k) {
+            float &slot = g[slots[size_t(bp[k])] + k];
+            slot = a.add(slot, dv[size_t(k)]);
+          }
           return;
         }
         if (s.divisor <= 0)
@@ -436,7 +563,9 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
 /// across channels (poolNhwc), 10x faster than its strided planes.
 bool fastPool(Arith<float> a, mpPoolKind kind, const Act &in, const Act &o,
               const mpWindow *w, const mpTensor *input, const mpTensor *out) {
-  std::vector<float> is, os;
+  // Kept between calls, as each step pools the same shapes: fresh buffers
+  // cost page faults and zeroing that took longer than the pooling.
+  thread_local std::vector<float> is, os;
   const float *x = asF32(input, is, true);
   float *y = asF32(out, os, false);
   if (!x || !y)
@@ -481,7 +610,7 @@ bool fastPool(Arith<float> a, mpPoolKind kind, const Act &in, const Act &o,
 bool fastPoolGrad(Arith<float> a, mpPoolKind kind, const Act &in,
                   const Act &o, const mpWindow *w, const mpTensor *dy,
                   const mpTensor *input, const mpTensor *dx) {
-  std::vector<float> ds, is, xs;
+  thread_local std::vector<float> ds, is, xs;
   const float *d = asF32(dy, ds, true);
   const float *x = kind == MP_POOL_MAX ? asF32(input, is, true) : nullptr;
   float *g = asF32(dx, xs, false);
@@ -704,60 +833,8 @@ void rowPass(const Act &act, int64_t c0, int64_t cn, const mpTensor *ta,
 /// channels runs down the rows (n, y, x) of its block with its sums and
 /// parameters in vector registers, where rowPass re-read and re-stored
 /// every sum once per row. A channel still sees its elements in the
-/// reference loops' order, so the bits are theirs. `Bf16` holds a bf16's
-/// bits; f16 storage keeps rowPass.
-struct Bf16 {
-  uint16_t bits;
-};
-
-#define MP_INLINE __attribute__((always_inline)) inline
-
-constexpr int64_t kLanes = 16;
-
-// The vector types below are arguments and results of functions that are
-// always inlined, so GCC's note that their ABI differs between instruction
-// sets does not apply.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
-/// 16 lanes of f32 (of u32, of u16) in GCC's and clang's vector extension:
-/// one AVX-512 register, two AVX2 or four SSE registers, whichever the
-/// function is compiled for.
-typedef float Lanes __attribute__((vector_size(64)));
-typedef uint32_t Words __attribute__((vector_size(64)));
-typedef uint16_t Halves __attribute__((vector_size(32)));
-
-/// Loads `W` elements (0: `n` < kLanes, the rest of the lanes 0) as f32.
-template <int64_t W> MP_INLINE Lanes load(const float *p, int64_t n) {
-  Lanes v = {};
-  std::memcpy(&v, p, sizeof(float) * size_t(W ? W : n));
-  return v;
-}
-template <int64_t W> MP_INLINE Lanes load(const Bf16 *p, int64_t n) {
-  Halves h = {};
-  std::memcpy(&h, p, sizeof(Bf16) * size_t(W ? W : n));
-  Words bits = __builtin_convertvector(h, Words) << 16;
-  Lanes v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-/// Stores `W` lanes (0: the first `n`), rounded as mpF32ToBF16 rounds
-/// (to nearest even; a NaN quieted with its payload) for bf16.
-template <int64_t W> MP_INLINE void store(Lanes v, float *p, int64_t n) {
-  std::memcpy(p, &v, sizeof(float) * size_t(W ? W : n));
-}
-template <int64_t W> MP_INLINE void store(Lanes v, Bf16 *p, int64_t n) {
-  Words x;
-  std::memcpy(&x, &v, sizeof x);
-  Words rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  Words quiet = (x >> 16) | 0x40u;
-  Words nan = (Words)((x & 0x7fffffffu) > 0x7f800000u);
-  Halves h = __builtin_convertvector((quiet & nan) | (rounded & ~nan), Halves);
-  std::memcpy(p, &h, sizeof(Bf16) * size_t(W ? W : n));
-}
-
+/// reference loops' order, so the bits are theirs. f16 storage keeps
+/// rowPass.
 /// One chunk of channels at `x` (row 0), `W` wide (0: `width` < kLanes, a
 /// block's last chunk), down `rows` rows `stride` apart. Always inlined
 /// into the per-instruction-set loops below.
@@ -819,10 +896,6 @@ MP_INLINE void gradientRowsChunk(const SD *dy, const SX *x, SO *dx,
   }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 /// The loops over a block's chunks, compiled for AVX-512, AVX2 and the
 /// baseline (no FMA contraction in any: -ffp-contract=off), each taking
 /// pointers at channel c0 of row 0:
@@ -873,6 +946,10 @@ MP_BATCH_NORM_LOOPS(Avx2, __attribute__((target("avx2"))))
 MP_BATCH_NORM_LOOPS(Base, )
 #undef MP_BATCH_NORM_LOOPS
 #undef MP_CHUNKS
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /// `avx512`, `avx2` or `base`, whichever this CPU runs (less what
 /// MP_CPU_ISA leaves out).
