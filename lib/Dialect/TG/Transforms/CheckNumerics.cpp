@@ -236,6 +236,8 @@ struct TGCheckNumericsPass
     SmallVector<Value> allRows;
     for (auto &entry : rows)
       allRows.push_back(entry.second);
+    if (allRows.empty())
+      llvm_unreachable("every checked op has a float tensor result");
     Value stats = allRows.front();
     if (allRows.size() > 1)
       stats = ConcatOp::create(
@@ -257,7 +259,7 @@ struct TGCheckNumericsPass
   }
 
   void runOnOperation() override {
-    Scope s;
+    Scope s = Scope::All;
     SmallVector<llvm::GlobPattern> globs;
     if (failed(parseOptions(s, globs)))
       return signalPassFailure();
