@@ -1747,10 +1747,18 @@ void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
                     }) < fdTol;
       // f32, f16 and bf16 storage, computing in f32 or the storage type:
       // the fast path (library kernels on) writes the reference loops'
-      // bits, forward and gradient.
+      // bits, forward and gradient; on the distinct values, and on values
+      // rounded to halves with NaNs at the first element and a third of
+      // the way in, so that windows tie and a NaN comes first in some
+      // (the max gradient keeps the first maximum, a leading NaN included).
+      std::vector<double> tied(x.v.size());
+      for (size_t i = 0; i < tied.size(); ++i)
+        tied[i] = std::round(2 * x.v[i]) / 2;
+      tied[0] = tied[tied.size() / 3] = NAN;
       const std::pair<mpElementType, mpElementType> types[] = {
           {MP_F32, MP_F32},  {MP_F16, MP_F32},   {MP_F16, MP_F16},
           {MP_BF16, MP_F32}, {MP_BF16, MP_BF16}};
+      for (int ties = 0; ties < 2; ++ties)
       for (auto [storage, compute] : types) {
         auto encode = [&](const std::vector<double> &v) {
           std::vector<uint32_t> bytes(v.size());
@@ -1758,7 +1766,8 @@ void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
                     int64_t(v.size()));
           return bytes;
         };
-        std::vector<uint32_t> xs = encode(x.v), dys = encode(dy.v);
+        std::vector<uint32_t> xs = encode(ties ? tied : x.v),
+                              dys = encode(dy.v);
         std::vector<uint32_t> out[2], grad[2];
         for (int library = 0; library < 2; ++library) {
           mpUseLibraryKernels(library);
