@@ -33,7 +33,6 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 using namespace mp::rt;
@@ -299,7 +298,7 @@ struct Bf16 {
 
 #define MP_INLINE __attribute__((always_inline)) inline
 
-constexpr int64_t kLanes = 16;
+constexpr int64_t kVectorLanes = 16;
 
 // Lanes are arguments and results of functions that are always inlined,
 // so GCC's note that their ABI differs between instruction sets does not
@@ -316,7 +315,8 @@ typedef float Lanes __attribute__((vector_size(64)));
 typedef uint32_t Words __attribute__((vector_size(64)));
 typedef uint16_t Halves __attribute__((vector_size(32)));
 
-/// Loads `W` elements (0: `n` < kLanes, the rest of the lanes 0) as f32.
+/// Loads `W` elements (0: `n` < kVectorLanes, the rest of the lanes 0) as
+/// f32.
 template <int64_t W> MP_INLINE Lanes load(const float *p, int64_t n) {
   Lanes v = {};
   std::memcpy(&v, p, sizeof(float) * size_t(W ? W : n));
@@ -444,9 +444,6 @@ void poolNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
   });
 }
 
-/// fastPoolGrad on NHWC buffers, likewise. Windows of neighbouring output
-/// rows overlap, so threads split images: each channel's adds into dx
-/// happen in the planar loop's order of output positions.
 /// The first maximum of each channel's window: `best[k]` is the index into
 /// `slots` (the window's NHWC positions, in the loops' order) of the first
 /// element of channel k that no later element exceeds; a NaN first stays.
@@ -462,7 +459,7 @@ MP_INLINE void maxSlotsChunk(const float *x, const std::vector<int64_t> &slots,
     top = select(greater, v, top);
     at = (at & ~greater) | (Words(uint32_t(p) + Words{}) & greater);
   }
-  uint32_t lanes[kLanes];
+  uint32_t lanes[kVectorLanes];
   std::memcpy(lanes, &at, sizeof lanes);
   for (int64_t l = 0; l < (W ? W : width); ++l)
     best[k + l] = int32_t(lanes[l]);
@@ -471,12 +468,15 @@ MP_INLINE void maxSlotsChunk(const float *x, const std::vector<int64_t> &slots,
 void maxSlots(const float *x, const std::vector<int64_t> &slots, int64_t c,
               int32_t *best) {
   int64_t k = 0;
-  for (; k + kLanes <= c; k += kLanes)
-    maxSlotsChunk<kLanes>(x, slots, k, c - k, best);
+  for (; k + kVectorLanes <= c; k += kVectorLanes)
+    maxSlotsChunk<kVectorLanes>(x, slots, k, c - k, best);
   if (k < c)
     maxSlotsChunk<0>(x, slots, k, c - k, best);
 }
 
+/// fastPoolGrad on NHWC buffers, likewise. Windows of neighbouring output
+/// rows overlap, so threads split images: each channel's adds into dx
+/// happen in the planar loop's order of output positions.
 template <typename A>
 void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
                   const mpWindow *w, bool exactD, bool exactX, const float *d,
@@ -509,28 +509,19 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
           int32_t *bp = best.data();
           if (exactX) {
             maxSlots(x, slots, c, bp);
+          } else {
+            // Values rounded to the compute type first, as the loops do.
             for (int64_t k = 0; k < c; ++k) {
-              float &slot = g[slots[size_t(bp[k])] + k];
-              slot = a.add(slot, dv[size_t(k)]);
+              tp[k] = a.r(x[slots[0] + k]);
+              bp[k] = 0;
             }
-            return;
-          }
-          auto value = [&](int64_t at) {
-            return exactX ? x[at] : a.r(x[at]);
-          };
-          for (int64_t k = 0; k < c; ++k) {
-            tp[k] = value(slots[0] + k);
-            bp[k] = 0;
-          }
-          for (size_t p = 1; p < slots.size(); ++p) {
-            const int64_t at = slots[p];
-            const int32_t slot = int32_t(p);
-            for (int64_t k = 0; k < c; ++k) {
-              float v = value(at + k);
-              bool greater = v > tp[k];
-              tp[k] = greater ? v : tp[k];
-              bp[k] = greater ? slot : bp[k];
-            }
+            for (size_t p = 1; p < slots.size(); ++p)
+              for (int64_t k = 0; k < c; ++k) {
+                float v = a.r(x[slots[p] + k]);
+                bool greater = v > tp[k];
+                tp[k] = greater ? v : tp[k];
+                bp[k] = greater ? int32_t(p) : bp[k];
+              }
           }
           for (int64_t k = 0; k < c; ++k) {
             float &slot = g[slots[size_t(bp[k])] + k];
@@ -835,7 +826,8 @@ void rowPass(const Act &act, int64_t c0, int64_t cn, const mpTensor *ta,
 /// every sum once per row. A channel still sees its elements in the
 /// reference loops' order, so the bits are theirs. f16 storage keeps
 /// rowPass.
-/// One chunk of channels at `x` (row 0), `W` wide (0: `width` < kLanes, a
+///
+/// One chunk of channels at `x` (row 0), `W` wide (0: `width` < kVectorLanes, a
 /// block's last chunk), down `rows` rows `stride` apart. Always inlined
 /// into the per-instruction-set loops below.
 template <int64_t W, typename SX>
@@ -905,8 +897,8 @@ MP_INLINE void gradientRowsChunk(const SD *dy, const SX *x, SO *dx,
 /// * gradientRows: dx = kk * ((dy - meanDy) - xhat * meanDyXhat).
 #define MP_CHUNKS(CALL, ...)                                                   \
   int64_t k = 0;                                                               \
-  for (; k + kLanes <= cn; k += kLanes)                                        \
-    CALL<kLanes>(__VA_ARGS__);                                                 \
+  for (; k + kVectorLanes <= cn; k += kVectorLanes)                            \
+    CALL<kVectorLanes>(__VA_ARGS__);                                           \
   if (k < cn)                                                                  \
     CALL<0>(__VA_ARGS__);
 #define MP_BATCH_NORM_LOOPS(SUFFIX, TARGET)                                    \
@@ -940,7 +932,8 @@ MP_INLINE void gradientRowsChunk(const SD *dy, const SX *x, SO *dx,
               mu + k, r + k, kk + k, meanDy + k, meanDyXhat + k)               \
   }
 #if MP_X86
-MP_BATCH_NORM_LOOPS(Avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))))
+MP_BATCH_NORM_LOOPS(Avx512,
+                    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))))
 MP_BATCH_NORM_LOOPS(Avx2, __attribute__((target("avx2"))))
 #endif
 MP_BATCH_NORM_LOOPS(Base, )
@@ -951,20 +944,11 @@ MP_BATCH_NORM_LOOPS(Base, )
 #pragma GCC diagnostic pop
 #endif
 
-/// `avx512`, `avx2` or `base`, whichever this CPU runs (less what
-/// MP_CPU_ISA leaves out).
-template <typename Fn> Fn byIsa(Fn avx512, Fn avx2, Fn base) {
-#if MP_X86
-  const CpuFeatures &cpu = cpuFeatures();
-  return cpu.avx512 ? avx512 : cpu.avx2 ? avx2 : base;
-#else
-  return base;
-#endif
-}
+/// The variant of loop NAME<...> this CPU runs (Vector.h's forIsa).
 #if MP_X86
 #define MP_BY_ISA(NAME, ...)                                                   \
-  byIsa(&NAME##Avx512<__VA_ARGS__>, &NAME##Avx2<__VA_ARGS__>,                  \
-        &NAME##Base<__VA_ARGS__>)
+  forIsa(&NAME##Avx512<__VA_ARGS__>, &NAME##Avx2<__VA_ARGS__>,                 \
+         &NAME##Base<__VA_ARGS__>)
 #else
 #define MP_BY_ISA(NAME, ...) (&NAME##Base<__VA_ARGS__>)
 #endif
@@ -1104,7 +1088,7 @@ extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
                       newRunningVar, c0, mu, r, sq, var, count, momentum);
         return;
       }
-      float sum[kChannelBlock] = {}, sq[kChannelBlock] = {};
+      float sq[kChannelBlock] = {};
       float mu[kChannelBlock], r[kChannelBlock], g[kChannelBlock],
           b[kChannelBlock];
       if (insideOut({x})) {
@@ -1113,6 +1097,7 @@ extern "C" mpStatus mpBatchNorm(const mpTensor *x, const mpTensor *scale,
           MP_BY_ISA(moments, SX)(at<const SX>(x, c0), count, act.c, cn, mu, sq);
         });
       } else {
+        float sum[kChannelBlock] = {};
         rowPass(act, c0, cn, x, nullptr, nullptr, [&](float *v, float *) {
           for (int64_t k = 0; k < cn; ++k)
             sum[k] = sum[k] + v[k];

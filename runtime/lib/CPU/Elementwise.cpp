@@ -159,8 +159,7 @@ template <typename F> void each2(float *a, const float *b, int64_t n, F f) {
 /// `base`, all functions of one type.
 template <typename Fn, typename... Args>
 void byIsa(Fn avx512, Fn avx2, Fn base, Args... args) {
-  const CpuFeatures &cpu = cpuFeatures();
-  (cpu.avx512 ? avx512 : cpu.avx2 ? avx2 : base)(args...);
+  forIsa(avx512, avx2, base)(args...);
 }
 
 /// One loop per kind, each over `unary` with the kind a constant, so the

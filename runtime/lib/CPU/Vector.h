@@ -51,6 +51,13 @@ struct CpuFeatures {
 };
 const CpuFeatures &cpuFeatures();
 
+/// `avx512`, `avx2` or `base`: the variant of a function compiled for the
+/// vector instructions this CPU offers (less what MP_CPU_ISA leaves out).
+template <typename Fn> Fn forIsa(Fn avx512, Fn avx2, Fn base) {
+  const CpuFeatures &cpu = cpuFeatures();
+  return cpu.avx512 ? avx512 : cpu.avx2 ? avx2 : base;
+}
+
 /// Converts data[offset, offset + n) of type `t` (f32, f16, bf16, or i1 as
 /// 0 or 1) to f32 (exact).
 void loadF32(const void *data, mpElementType t, int64_t offset, int64_t n,
