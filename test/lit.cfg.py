@@ -111,6 +111,9 @@ except (OSError, subprocess.SubprocessError):
     device_info = ""
 if "--amp=auto on the CPU: bf16" in device_info:
     config.available_features.add("cpu-bf16")
+# dnnl: the CPU runtime runs convolutions and GEMMs on oneDNN.
+if config.mp_has_dnnl:
+    config.available_features.add("dnnl")
 if config.mp_has_cuda:
     config.available_features.add("cuda-backend")
     if "  GPU 0:" in device_info:
