@@ -77,21 +77,28 @@ bool isNarrow(const mpTensor *t) {
   return t->elementType == MP_F16 || t->elementType == MP_BF16;
 }
 
-/// A float copy of `t` (f16/bf16 storage widened exactly), or `t` itself.
-struct Widened {
-  std::vector<float> data;
-  mpTensor tensor;
-  Widened(const mpTensor *t, bool copy) : tensor(*t) {
-    if (!copy)
-      return;
-    data.resize(size_t(mpNumElements(t)));
-    if (mpConvert(t->data, t->elementType, data.data(), MP_F32,
-                  int64_t(data.size())) != MP_OK)
-      data.clear();
-    tensor.data = data.data();
-    tensor.elementType = MP_F32;
-  }
-};
+/// An f32 buffer for `t`: `t`'s own data when it is f32, else a scratch
+/// buffer (filled with `t` widened exactly when `read`); null when `t` is
+/// neither or the conversion failed.
+float *asF32(const mpTensor *t, std::vector<float> &scratch, bool read) {
+  if (t->elementType == MP_F32)
+    return static_cast<float *>(t->data);
+  if (!isNarrow(t))
+    return nullptr;
+  scratch.resize(size_t(mpNumElements(t)));
+  if (read && mpConvert(t->data, t->elementType, scratch.data(), MP_F32,
+                        int64_t(scratch.size())) != MP_OK)
+    return nullptr;
+  return scratch.data();
+}
+
+/// Writes `scratch` (f32) to `t` when `t` is narrow, rounding once as the
+/// loops' a.out would.
+bool narrowInto(const std::vector<float> &scratch, const mpTensor *t) {
+  return !isNarrow(t) ||
+         mpConvert(scratch.data(), MP_F32, t->data, t->elementType,
+                   int64_t(scratch.size())) == MP_OK;
+}
 
 /// Runs a pass of a 1x1, stride-1, unpadded, ungrouped NHWC convolution as
 /// the matrix product it is, on the caller's buffers: with M = N*H*W, the
@@ -148,18 +155,22 @@ bool widenedDnnl(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
   for (const mpTensor *t : {src, weights, dst})
     if (t->elementType == MP_F64)
       return false;
-  const mpTensor *written = kind == DnnlConv::Forward        ? dst
-                            : kind == DnnlConv::BackwardData ? src
-                                                             : weights;
-  Widened s(src, isNarrow(src)), f(weights, isNarrow(weights)),
-      d(dst, isNarrow(dst));
-  if (!libraryConv(kind, &s.tensor, &f.tensor, &d.tensor, w, compute))
-    return false;
-  const Widened &out = written == src ? s : written == weights ? f : d;
-  if (out.data.empty())
-    return true; // written in place: f32 storage
-  return mpConvert(out.data.data(), MP_F32, written->data,
-                   written->elementType, int64_t(out.data.size())) == MP_OK;
+  // The operand the pass writes is not read: it needs no widening. The
+  // scratch buffers are kept between calls, as each step converts the same
+  // shapes: fresh buffers of megabytes cost page faults and zeroing.
+  int writes = kind == DnnlConv::Forward ? 2 : kind == DnnlConv::BackwardData ? 0 : 1;
+  thread_local std::vector<float> scratch[3];
+  const mpTensor *operands[3] = {src, weights, dst};
+  mpTensor views[3];
+  for (int i = 0; i < 3; ++i) {
+    views[i] = *operands[i];
+    views[i].elementType = MP_F32;
+    views[i].data = asF32(operands[i], scratch[i], i != writes);
+    if (!views[i].data)
+      return false;
+  }
+  return libraryConv(kind, &views[0], &views[1], &views[2], w, compute) &&
+         narrowInto(scratch[writes], operands[writes]);
 }
 
 } // namespace
@@ -359,29 +370,6 @@ MP_INLINE Lanes select(Words mask, Lanes a, Lanes b) {
 } // namespace
 
 namespace {
-
-/// An f32 buffer for `t`: `t`'s own data when it is f32, else a scratch
-/// buffer (filled with `t` widened exactly when `read`); null when `t` is
-/// neither or the conversion failed.
-float *asF32(const mpTensor *t, std::vector<float> &scratch, bool read) {
-  if (t->elementType == MP_F32)
-    return static_cast<float *>(t->data);
-  if (!isNarrow(t))
-    return nullptr;
-  scratch.resize(size_t(mpNumElements(t)));
-  if (read && mpConvert(t->data, t->elementType, scratch.data(), MP_F32,
-                        int64_t(scratch.size())) != MP_OK)
-    return nullptr;
-  return scratch.data();
-}
-
-/// Writes `scratch` (f32) to `t` when `t` is narrow, rounding once as the
-/// loops' a.out would.
-bool narrowInto(const std::vector<float> &scratch, const mpTensor *t) {
-  return !isNarrow(t) ||
-         mpConvert(scratch.data(), MP_F32, t->data, t->elementType,
-                   int64_t(scratch.size())) == MP_OK;
-}
 
 /// Arith<float> with f32 compute, known at compile time: the NHWC pooling
 /// loops below vectorise across channels with it.
