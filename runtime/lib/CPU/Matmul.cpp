@@ -260,7 +260,9 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
                    &epilogue))
       return finish();
   }
-  std::vector<float> lt, rt, ot;
+  // Kept between calls (a step multiplies the same shapes every time):
+  // fresh buffers cost page faults and zeroing on each call.
+  thread_local std::vector<float> lt, rt, ot;
   mpTensor l = *lhs, r = *rhs, o = *out;
   l.elementType = r.elementType = o.elementType = MP_F32;
   l.data = const_cast<float *>(widen<float>(lhs, MP_F32, lt));
