@@ -366,3 +366,32 @@ func.func @batch_norm_residual(%x: tensor<2x4x8x8xf32>, %f1: tensor<4x4x3x3xf32>
   %c3 = tg.conv2d %r, %f3 strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x8x8xf32>
   return %c3, %avg : tensor<2x4x8x8xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The same for a layer norm: its data result, fed by a low-precision
+// matmul, counts as low for the residual add after it, so the add and its
+// relu run in f16 with no cast; its statistics (mean, rstd) stay f32, and so
+// does the arithmetic on them.
+// CHECK-LABEL: func @layer_norm_residual
+// CHECK: %[[M1:.*]] = tg.matmul {{.*}} -> tensor<4x8xf16>
+// CHECK: %[[Y:[a-z_0-9]*]], %[[MEAN:[a-z_0-9]*]], %[[RSTD:[a-z_0-9]*]] = tg.layer_norm %[[M1]], {{.*}} compute(f32) : (tensor<4x8xf16>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf16>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[M2:.*]] = tg.matmul {{.*}} -> tensor<4x8xf16>
+// CHECK-NOT: tg.cast
+// CHECK: %[[S:.*]] = tg.add %[[Y]], %[[M2]] compute(f16) : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
+// CHECK-NEXT: %[[R:.*]] = tg.relu %[[S]] compute(f16) : tensor<4x8xf16>
+// CHECK-NEXT: tg.mul %[[MEAN]], %[[RSTD]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: tg.matmul %[[R]]
+func.func @layer_norm_residual(%x: tensor<4x8xf32>, %w1: tensor<8x8xf32>,
+                               %w2: tensor<8x8xf32>, %w3: tensor<8x8xf32>,
+                               %g: tensor<8xf32>, %b: tensor<8xf32>)
+    -> (tensor<4x8xf32>, tensor<4xf32>) {
+  %m1 = tg.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y, %mean, %rstd = tg.layer_norm %m1, %g, %b axis = 1 epsilon = 1.0e-05 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  %m2 = tg.matmul %x, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %sum = tg.add %y, %m2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r = tg.relu %sum : tensor<4x8xf32>
+  %stats = tg.mul %mean, %rstd : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %o = tg.matmul %r, %w3 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %o, %stats : tensor<4x8xf32>, tensor<4xf32>
+}
