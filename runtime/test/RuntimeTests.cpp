@@ -869,6 +869,9 @@ void testFusedMatmul(std::mt19937_64 &rng) {
       {{3, 16, 40}, {40, 48}, false, false, {3, 16, 48}},
       {{2, 40, 16}, {2, 24, 40}, true, true, {2, 16, 24}},
       {{2, 1, 5, 9}, {3, 9, 7}, false, false, {2, 3, 5, 7}},
+      // Enough output tiles for the runtime's tile loops (the residual
+      // widened into f32) to run on more than one thread.
+      {{160, 24}, {24, 256}, false, false, {160, 256}},
   };
   struct Types {
     mpElementType storage, out, bias, compute;

@@ -261,8 +261,11 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
       return finish();
   }
   // Kept between calls (a step multiplies the same shapes every time):
-  // fresh buffers cost page faults and zeroing on each call.
-  thread_local std::vector<float> lt, rt, ot;
+  // fresh buffers cost page faults and zeroing on each call. The lambdas
+  // below run on other threads, which have thread_locals of their own: they
+  // see this thread's buffers through the references.
+  thread_local std::vector<float> lKept, rKept, oKept;
+  std::vector<float> &lt = lKept, &rt = rKept, &ot = oKept;
   mpTensor l = *lhs, r = *rhs, o = *out;
   l.elementType = r.elementType = o.elementType = MP_F32;
   l.data = const_cast<float *>(widen<float>(lhs, MP_F32, lt));
