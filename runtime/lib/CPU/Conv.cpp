@@ -33,6 +33,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 using namespace mp::rt;
@@ -388,16 +389,36 @@ void withPoolArith(Arith<float> a, Body body) {
     body(a);
 }
 
-/// fastPool on NHWC buffers: the channels of a position are contiguous, so
+/// An element of f32 storage, or of bf16 storage widened exactly (inline,
+/// where a conversion call per window tap would cost more than the tap).
+inline float widenElement(float v) { return v; }
+inline float widenElement(uint16_t bf16) {
+  uint32_t bits = uint32_t(bf16) << 16;
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/// fastPool on NHWC tensors: the channels of a position are contiguous, so
 /// each window tap is a run of C values; every channel takes the planar
-/// loop's operations in its order. Threads over (image, output row).
-template <typename A>
+/// loop's operations in its order. Threads over (image, output row). The
+/// input is read where it is: f32 as it is (Elem float), bf16 widened as
+/// it is read (Elem uint16_t), f16 a tap at a time into a row buffer
+/// (WidenRows); each output position is rounded once to its storage type as it
+/// is written. A widened copy of the whole input and output, written and
+/// read back, made bf16 pooling 1.4-1.6x as slow as f32.
+template <typename Elem, bool WidenRows, typename A>
 void poolNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
-              const mpWindow *w, bool exact, const float *x, float *y) {
+              const mpWindow *w, bool exact, const mpTensor *input,
+              const mpTensor *out) {
   int64_t c = o.c;
+  const Elem *x = static_cast<const Elem *>(input->data);
+  float *y = out->elementType == MP_F32 ? static_cast<float *>(out->data)
+                                        : nullptr;
   parallelFor(o.n * o.h, std::max<int64_t>(1, 4096 / (o.w * c + 1)),
               [&](int64_t begin, int64_t end) {
     std::vector<float> acc(static_cast<size_t>(c));
+    std::vector<float> tap(WidenRows ? acc.size() : 0);
     for (int64_t item = begin; item < end; ++item) {
       int64_t n = item / o.h, oy = item % o.h;
       int64_t y0 = oy * w->strides[0] - w->padding[0];
@@ -409,24 +430,34 @@ void poolNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
         std::fill(acc.begin(), acc.end(), init);
         for (int64_t yy = s.ya; yy < s.yb; ++yy)
           for (int64_t xx = s.xa; xx < s.xb; ++xx) {
-            const float *row = x + in.at(n, 0, yy, xx);
+            int64_t from = in.at(n, 0, yy, xx);
+            const Elem *row = x + from;
+            if constexpr (WidenRows) {
+              loadF32(input->data, input->elementType, from, c, tap.data());
+              row = tap.data();
+            }
             if (kind == MP_POOL_MAX) {
               for (int64_t k = 0; k < c; ++k) {
-                float v = exact ? row[k] : a.r(row[k]);
+                float v = widenElement(row[k]);
+                v = exact ? v : a.r(v);
                 acc[size_t(k)] = v > acc[size_t(k)] || v != v ? v
                                                               : acc[size_t(k)];
               }
             } else {
-              for (int64_t k = 0; k < c; ++k)
-                acc[size_t(k)] =
-                    a.add(acc[size_t(k)], exact ? row[k] : a.r(row[k]));
+              for (int64_t k = 0; k < c; ++k) {
+                float v = widenElement(row[k]);
+                acc[size_t(k)] = a.add(acc[size_t(k)], exact ? v : a.r(v));
+              }
             }
           }
-        float *dst = y + o.at(n, 0, oy, ox);
+        int64_t at = o.at(n, 0, oy, ox);
+        float *dst = y ? y + at : acc.data();
         for (int64_t k = 0; k < c; ++k)
           dst[k] = kind == MP_POOL_MAX ? acc[size_t(k)]
                    : s.divisor > 0     ? a.div(acc[size_t(k)], float(s.divisor))
                                        : 0.0f;
+        if (!y)
+          storeF32(dst, c, out->data, out->elementType, at);
       }
     }
   });
@@ -542,6 +573,22 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
 /// across channels (poolNhwc), 10x faster than its strided planes.
 bool fastPool(Arith<float> a, mpPoolKind kind, const Act &in, const Act &o,
               const mpWindow *w, const mpTensor *input, const mpTensor *out) {
+  // Values stored in the compute type need no rounding on the way in.
+  bool exact = input->elementType == a.compute || a.compute == MP_F32;
+  if (in.channelsLast) {
+    if ((!isNarrow(input) && input->elementType != MP_F32) ||
+        (!isNarrow(out) && out->elementType != MP_F32))
+      return false;
+    withPoolArith(a, [&](auto arith) {
+      if (input->elementType == MP_BF16)
+        poolNhwc<uint16_t, false>(arith, kind, in, o, w, exact, input, out);
+      else if (input->elementType == MP_F16)
+        poolNhwc<float, true>(arith, kind, in, o, w, exact, input, out);
+      else
+        poolNhwc<float, false>(arith, kind, in, o, w, exact, input, out);
+    });
+    return true;
+  }
   // Kept between calls, as each step pools the same shapes: fresh buffers
   // cost page faults and zeroing that took longer than the pooling.
   thread_local std::vector<float> is, os;
@@ -549,14 +596,6 @@ bool fastPool(Arith<float> a, mpPoolKind kind, const Act &in, const Act &o,
   float *y = asF32(out, os, false);
   if (!x || !y)
     return false;
-  // Values stored in the compute type need no rounding on the way in.
-  bool exact = input->elementType == a.compute || a.compute == MP_F32;
-  if (in.channelsLast) {
-    withPoolArith(a, [&](auto arith) {
-      poolNhwc(arith, kind, in, o, w, exact, x, y);
-    });
-    return narrowInto(os, out);
-  }
   parallelFor(o.n * o.c, std::max<int64_t>(1, 4096 / (o.h * o.w + 1)),
               [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
