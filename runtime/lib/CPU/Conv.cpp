@@ -33,7 +33,6 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 using namespace mp::rt;
@@ -142,11 +141,12 @@ bool libraryConv(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
          dnnlConv2d(kind, src, weights, dst, w, compute);
 }
 
-/// Runs a convolution pass on f16 or bf16 storage (computing in f32) as an
-/// f32 oneDNN convolution of the exactly widened operands, the result
-/// rounded once to its storage type: the same arithmetic as the loops
-/// below, at library speed. `out` is the written operand (src for
-/// BackwardData, weights for BackwardWeights, dst for Forward).
+/// Runs a convolution pass on f16 or bf16 storage (computing in f32) as the
+/// f32 pass would run (a pointwise matmul, an im2col GEMM or oneDNN's
+/// convolution) on the exactly widened operands, the result rounded once to
+/// its storage type: the same arithmetic as the loops below, at library
+/// speed. The pass writes src (BackwardData), weights (BackwardWeights) or
+/// dst (Forward).
 bool widenedDnnl(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
                  const mpTensor *dst, const mpWindow *w, mpElementType compute) {
   if (compute != MP_F32 || !libraryKernelsEnabled())
@@ -159,7 +159,9 @@ bool widenedDnnl(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
   // The operand the pass writes is not read: it needs no widening. The
   // scratch buffers are kept between calls, as each step converts the same
   // shapes: fresh buffers of megabytes cost page faults and zeroing.
-  int writes = kind == DnnlConv::Forward ? 2 : kind == DnnlConv::BackwardData ? 0 : 1;
+  int writes = kind == DnnlConv::Forward        ? 2
+               : kind == DnnlConv::BackwardData ? 0
+                                                : 1;
   thread_local std::vector<float> scratch[3];
   const mpTensor *operands[3] = {src, weights, dst};
   mpTensor views[3];
@@ -170,7 +172,9 @@ bool widenedDnnl(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
     if (!views[i].data)
       return false;
   }
-  return libraryConv(kind, &views[0], &views[1], &views[2], w, compute) &&
+  return (pointwiseMatmul(kind, &views[0], &views[1], &views[2], w,
+                          compute) ||
+          libraryConv(kind, &views[0], &views[1], &views[2], w, compute)) &&
          narrowInto(scratch[writes], operands[writes]);
 }
 
@@ -431,10 +435,12 @@ void poolNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
         for (int64_t yy = s.ya; yy < s.yb; ++yy)
           for (int64_t xx = s.xa; xx < s.xb; ++xx) {
             int64_t from = in.at(n, 0, yy, xx);
-            const Elem *row = x + from;
+            const Elem *row;
             if constexpr (WidenRows) {
               loadF32(input->data, input->elementType, from, c, tap.data());
               row = tap.data();
+            } else {
+              row = x + from;
             }
             if (kind == MP_POOL_MAX) {
               for (int64_t k = 0; k < c; ++k) {
@@ -564,9 +570,10 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
 }
 
 /// Pooling on f32, f16 or bf16 storage computing in f32, f16 or bf16: the
-/// loops below on float buffers (narrow storage widened once with vector
-/// conversions, the result rounded once on the way out), threads over
-/// (image, channel) planes. Each element takes the same operations, rounded
+/// loops below on float buffers (narrow NCHW storage widened once with
+/// vector conversions, the result rounded once on the way out; NHWC reads
+/// and writes the storage as it goes, poolNhwc), threads over (image,
+/// channel) planes. Each element takes the same operations, rounded
 /// by `a` as the loops round them, in the same order, so the bits are the
 /// loops'; before it, f16 and bf16 pooling converted every element it read
 /// on one thread and ran 3-8x slower than f32 (docs/Layout.md). NHWC runs

@@ -61,6 +61,8 @@ bool mp::rt::dnnlMatmulAvailable(mpElementType, mpElementType, bool, bool,
   return false;
 }
 
+bool mp::rt::dnnlTakesBf16() { return false; }
+
 #else
 
 namespace {
@@ -84,18 +86,16 @@ Engine &engine() {
   return e;
 }
 
-/// oneDNN's type for `t`: f32, or bf16 where the CPU has bf16 dot products
-/// (AVX512_BF16 or AMX, as MP_CPU_ISA leaves them). On other AVX-512 CPUs
-/// oneDNN emulates bf16 in its jit kernels ("gemm:jit",
+/// oneDNN's type for `t`: f32, or bf16 where dnnlTakesBf16. On other
+/// AVX-512 CPUs oneDNN emulates bf16 in its jit kernels ("gemm:jit",
 /// "jit_bf16:avx512_core"), where it has only reference loops on AVX2 (which
 /// optimisedImpl refuses): on a Xeon with AVX-512 but not AVX512_BF16 that
 /// ran ResNet-50's bf16 convolutions at 3.4x their f32 time, where widening
-/// to f32 and running the f32 kernel (the callers' fallback) takes 1.4x.
+/// to f32 and running the f32 kernel (the callers' fallback) takes 1.0-1.2x.
 bool dataType(mpElementType t, dnnl_data_type_t &out) {
-  const mp::rt::CpuFeatures &cpu = mp::rt::cpuFeatures();
   if (t == MP_F32)
     out = dnnl_f32;
-  else if (t == MP_BF16 && (cpu.avx512bf16 || cpu.amx))
+  else if (t == MP_BF16 && mp::rt::dnnlTakesBf16())
     out = dnnl_bf16;
   else
     return false;
@@ -500,6 +500,11 @@ bool lookupMatmul(mpElementType lhsType, mpElementType rhsType,
 }
 
 } // namespace
+
+bool mp::rt::dnnlTakesBf16() {
+  const CpuFeatures &cpu = cpuFeatures();
+  return cpu.avx512bf16 || cpu.amx;
+}
 
 bool mp::rt::dnnlMatmulAvailable(mpElementType in, mpElementType out,
                                  bool transposeLhs, bool transposeRhs,

@@ -18,6 +18,11 @@ namespace mp::rt {
 
 enum class DnnlConv { Forward, BackwardData, BackwardWeights };
 
+/// Whether oneDNN is given bf16 operands: where the CPU has bf16 dot
+/// products (AVX512_BF16 or AMX, as MP_CPU_ISA leaves them). Elsewhere
+/// callers widen bf16 to f32 first.
+bool dnnlTakesBf16();
+
 /// Runs one convolution pass: Forward reads `src` and `weights` and writes
 /// `dst`; BackwardData reads `dst` (dy) and `weights` and writes `src`
 /// (dx); BackwardWeights reads `src` and `dst` (dy) and writes `weights`

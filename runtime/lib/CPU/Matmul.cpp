@@ -2,9 +2,9 @@
 //
 // f32 accumulation goes to oneDNN's matmul (Dnnl.h): bf16 operands are
 // multiplied directly on the CPU's bf16 dot-product instructions, f16
-// operands are widened once to f32 with vector conversions (exact, so the
-// result equals a tensor core's f16 x f16 -> f32 product up to summation
-// order). f64, builds without oneDNN, the reference kernels
+// operands (and bf16 ones on CPUs without those instructions) are widened
+// once to f32 with vector conversions (exact, so the result equals a tensor
+// core's f16 x f16 -> f32 product up to summation order). f64, builds without oneDNN, the reference kernels
 // (MP_REFERENCE_KERNELS=1) and batch broadcasts oneDNN does not take go
 // through BLAS (OpenBLAS). f16/bf16 accumulation (never chosen by the AMP
 // pass, but expressible) is a plain loop that rounds every product and
@@ -219,8 +219,9 @@ template <typename T> T activate(mpActivation a, T x) {
 }
 
 /// f32 accumulation on oneDNN, when every operand has either one matrix or
-/// one per output batch (then in output order): bf16 and f32 operands as
-/// they are, f16 operands widened to f32 first (the CPU has no f16 GEMM),
+/// one per output batch (then in output order): f32 operands as they are,
+/// bf16 ones too where the CPU has bf16 dot products (dnnlTakesBf16), else
+/// widened to f32 first, as f16 operands always are (no f16 GEMM),
 /// outputs oneDNN cannot write computed in f32 and narrowed. The epilogue
 /// of a fused matmul (a bias, a residual, an activation; none for a plain
 /// one) runs as oneDNN post-ops on the f32 accumulators; the residual goes
@@ -254,7 +255,8 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
       std::memcpy(out->data, residual->data,
                   size_t(count) * mpElementSize(out->elementType));
   };
-  if (lhs->elementType == MP_BF16 && out->elementType != MP_F16) {
+  if (lhs->elementType == MP_BF16 && out->elementType != MP_F16 &&
+      dnnlTakesBf16()) {
     residualIntoOut();
     if (dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
                    &epilogue))
