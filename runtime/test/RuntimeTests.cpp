@@ -1758,27 +1758,34 @@ void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
       for (size_t i = 0; i < tied.size(); ++i)
         tied[i] = std::round(2 * x.v[i]) / 2;
       tied[0] = tied[tied.size() / 3] = NAN;
-      const std::pair<mpElementType, mpElementType> types[] = {
-          {MP_F32, MP_F32},  {MP_F16, MP_F32},   {MP_F16, MP_F16},
-          {MP_BF16, MP_F32}, {MP_BF16, MP_BF16}};
+      // The output (and dy) may be stored in another type than the input
+      // (and dx): the last three.
+      struct PoolTypes {
+        mpElementType storage, compute, outStorage;
+      };
+      const PoolTypes types[] = {
+          {MP_F32, MP_F32, MP_F32},    {MP_F16, MP_F32, MP_F16},
+          {MP_F16, MP_F16, MP_F16},    {MP_BF16, MP_F32, MP_BF16},
+          {MP_BF16, MP_BF16, MP_BF16}, {MP_F32, MP_F32, MP_BF16},
+          {MP_BF16, MP_F32, MP_F32},   {MP_F16, MP_F32, MP_BF16}};
       for (int ties = 0; ties < 2; ++ties)
-      for (auto [storage, compute] : types) {
-        auto encode = [&](const std::vector<double> &v) {
+      for (auto [storage, compute, outStorage] : types) {
+        auto encode = [&](const std::vector<double> &v, mpElementType t) {
           std::vector<uint32_t> bytes(v.size());
-          mpConvert(v.data(), MP_F64, bytes.data(), storage,
-                    int64_t(v.size()));
+          mpConvert(v.data(), MP_F64, bytes.data(), t, int64_t(v.size()));
           return bytes;
         };
-        std::vector<uint32_t> xs = encode(ties ? tied : x.v),
-                              dys = encode(dy.v);
+        std::vector<uint32_t> xs = encode(ties ? tied : x.v, storage),
+                              dys = encode(dy.v, outStorage);
         std::vector<uint32_t> out[2], grad[2];
         for (int library = 0; library < 2; ++library) {
           mpUseLibraryKernels(library);
           out[library].assign(dy.v.size(), 0xdeadbeef);
           grad[library].assign(x.v.size(), 0xdeadbeef);
           mpTensor X = tensorOfShape(xs.data(), storage, x.shape),
-                   DY = tensorOfShape(dys.data(), storage, dy.shape),
-                   Y = tensorOfShape(out[library].data(), storage, dy.shape),
+                   DY = tensorOfShape(dys.data(), outStorage, dy.shape),
+                   Y = tensorOfShape(out[library].data(), outStorage,
+                                     dy.shape),
                    DX = tensorOfShape(grad[library].data(), storage, x.shape);
           fastPoolOk &= mpPool2d(kind, &X, &Y, &w, compute) == MP_OK &&
                         mpPool2dGrad(kind, &DY, &X, &DX, &w, compute) == MP_OK;
@@ -1789,8 +1796,9 @@ void testPoolingAndBatchNorm(std::mt19937_64 &rng) {
     }
   }
   check(fastPoolOk, "pooling and its gradient on f32, f16 and bf16 storage, "
-                    "computing in f32 or the storage type: the threaded "
-                    "fast path has the reference loops' bits");
+                    "computing in f32 or the storage type, the output in "
+                    "the input's type or another: the threaded fast path "
+                    "has the reference loops' bits");
   check(poolOk, "max, average and count-include-pad average pooling in f64 "
                 "match the direct formulas (20 random windows, strides, "
                 "paddings, both layouts)");
