@@ -384,10 +384,13 @@ struct F32Arith {
   float div(float x, float y) const { return x / y; }
 };
 
-/// Calls `body(arith)` with F32Arith when `a` computes in f32, else `a`.
+/// Calls `body(arith)` with F32Arith when `a` computes in f32 or when
+/// `roundsNothing` (the maximum of values already in the compute type: a
+/// comparison does not round, and AMP gives bf16 max pooling a bf16
+/// compute type), else `a`.
 template <typename Body>
-void withPoolArith(Arith<float> a, Body body) {
-  if (a.compute == MP_F32)
+void withPoolArith(Arith<float> a, bool roundsNothing, Body body) {
+  if (a.compute == MP_F32 || roundsNothing)
     body(F32Arith{});
   else
     body(a);
@@ -586,7 +589,7 @@ bool fastPool(Arith<float> a, mpPoolKind kind, const Act &in, const Act &o,
     if ((!isNarrow(input) && input->elementType != MP_F32) ||
         (!isNarrow(out) && out->elementType != MP_F32))
       return false;
-    withPoolArith(a, [&](auto arith) {
+    withPoolArith(a, kind == MP_POOL_MAX && exact, [&](auto arith) {
       if (input->elementType == MP_BF16)
         poolNhwc<uint16_t, false>(arith, kind, in, o, w, exact, input, out);
       else if (input->elementType == MP_F16)
@@ -645,7 +648,7 @@ bool fastPoolGrad(Arith<float> a, mpPoolKind kind, const Act &in,
   bool exactX = kind != MP_POOL_MAX || input->elementType == a.compute ||
                 a.compute == MP_F32;
   if (in.channelsLast) {
-    withPoolArith(a, [&](auto arith) {
+    withPoolArith(a, false, [&](auto arith) {
       poolGradNhwc(arith, kind, in, o, w, exactD, exactX, d, x, g);
     });
     return narrowInto(xs, dx);
