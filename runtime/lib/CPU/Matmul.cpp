@@ -4,8 +4,9 @@
 // multiplied directly on the CPU's bf16 dot-product instructions, f16
 // operands (and bf16 ones on CPUs without those instructions) are widened
 // once to f32 with vector conversions (exact, so the result equals a tensor
-// core's f16 x f16 -> f32 product up to summation order). f64, builds without oneDNN, the reference kernels
-// (MP_REFERENCE_KERNELS=1) and batch broadcasts oneDNN does not take go
+// core's f16 x f16 -> f32 product up to summation order). f64, builds
+// without oneDNN, the reference kernels (MP_REFERENCE_KERNELS=1) and batch
+// broadcasts oneDNN does not take go
 // through BLAS (OpenBLAS). f16/bf16 accumulation (never chosen by the AMP
 // pass, but expressible) is a plain loop that rounds every product and
 // partial sum. Batch dimensions broadcast: each output matrix maps to one
