@@ -6,10 +6,9 @@
 // once to f32 with vector conversions (exact, so the result equals a tensor
 // core's f16 x f16 -> f32 product up to summation order). f64, builds
 // without oneDNN, the reference kernels (MP_REFERENCE_KERNELS=1) and batch
-// broadcasts oneDNN does not take go
-// through BLAS (OpenBLAS). f16/bf16 accumulation (never chosen by the AMP
-// pass, but expressible) is a plain loop that rounds every product and
-// partial sum. Batch dimensions broadcast: each output matrix maps to one
+// broadcasts oneDNN does not take go through BLAS (OpenBLAS). f16/bf16
+// accumulation (never chosen by the AMP pass, but expressible) is a plain
+// loop that rounds every product and partial sum. Batch dimensions broadcast: each output matrix maps to one
 // lhs and one rhs matrix.
 //
 //===----------------------------------------------------------------------===//
