@@ -48,6 +48,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -866,6 +867,34 @@ void testUpdates(std::mt19937_64 &rng) {
       }, why);
     }
   check(ok, "unscale_grads, with overflow to f16 and non-finite inputs " +
+                why);
+
+  // One non-finite gradient, or none, anywhere in a tile: the flag must say
+  // so on both paths, wherever it falls in the vector lanes.
+  ok = true;
+  for (int64_t n : kSizes)
+    for (mpElementType g : kTypes)
+      for (int64_t at : {int64_t(-1), n / 2, n - 1}) {
+        Buffer a(g, {n}), ua(g, {n}), s(MP_F32, {}), inf(MP_I1, {});
+        fill(a, rng, false);
+        if (at >= 0)
+          a.set(at, at % 2 ? std::numeric_limits<float>::quiet_NaN()
+                           : -std::numeric_limits<float>::infinity());
+        s.set(0, 1024.0f);
+        mpTensor G = a.tensor(), S = s.tensor();
+        ok &= sameBits({&ua, &inf}, [&] {
+          mpTensor U = ua.tensor(), I = inf.tensor();
+          return mpUnscaleGrads(1, &G, &U, &S, &I);
+        }, why);
+        if (ok && inf.bytes[0] != (at >= 0 ? 1 : 0)) {
+          why = "size " + std::to_string(n) + ": overflow flag " +
+                std::to_string(inf.bytes[0]) + " with the non-finite at " +
+                std::to_string(at);
+          ok = false;
+        }
+      }
+  check(ok, "unscale_grads' overflow flag, finite gradients or one "
+            "non-finite " +
                 why);
 }
 
