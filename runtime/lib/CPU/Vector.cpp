@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Vector.h"
+#include "Dnnl.h"
 #include "Parallel.h"
 
 #include <cstdio>
@@ -76,9 +77,7 @@ extern "C" mpCpuInfo mpGetCpuInfo(void) {
   info.amx = f.amx;
   info.threads = kernelThreads();
   info.fastKernels = libraryKernelsEnabled();
-#ifdef MP_RUNTIME_HAS_DNNL
-  info.bf16Gemm = info.fastKernels && (f.avx512bf16 || f.amx);
-#endif
+  info.bf16Gemm = info.fastKernels && dnnlTakesBf16();
   return info;
 }
 
