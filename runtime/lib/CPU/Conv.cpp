@@ -502,25 +502,49 @@ void maxSlots(const float *x, const std::vector<int64_t> &slots, int64_t c,
     maxSlotsChunk<0>(x, slots, k, c - k, best);
 }
 
-/// fastPoolGrad on NHWC buffers, likewise. Windows of neighbouring output
+/// An image of `t` (NHWC, `size` elements from image `n`) as f32: `t`'s own
+/// data when it is f32, else `scratch` filled with it widened exactly.
+const float *imageF32(const mpTensor *t, int64_t n, int64_t size,
+                      std::vector<float> &scratch) {
+  if (t->elementType == MP_F32)
+    return static_cast<const float *>(t->data) + n * size;
+  scratch.resize(size_t(size));
+  loadF32(t->data, t->elementType, n * size, size, scratch.data());
+  return scratch.data();
+}
+
+/// fastPoolGrad on NHWC tensors, likewise. Windows of neighbouring output
 /// rows overlap, so threads split images: each channel's adds into dx
-/// happen in the planar loop's order of output positions.
+/// happen in the planar loop's order of output positions. f16 and bf16
+/// storage is widened an image at a time into per-thread buffers that stay
+/// in cache, and dx rounded once per image as it is written; widening the
+/// whole of dy, x and dx first made the bf16 gradient 1.5x as slow as f32.
 template <typename A>
 void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
-                  const mpWindow *w, bool exactD, bool exactX, const float *d,
-                  const float *x, float *g) {
-  int64_t c = o.c;
+                  const mpWindow *w, bool exactD, bool exactX,
+                  const mpTensor *dy, const mpTensor *input,
+                  const mpTensor *dx) {
+  int64_t c = o.c, inSize = in.h * in.w * c, outSize = o.h * o.w * c;
   parallelFor(o.n, 1, [&](int64_t begin, int64_t end) {
+    // Declared here, so each thread has its own, kept between calls.
+    thread_local std::vector<float> ds, xs, gs;
     std::vector<float> top(static_cast<size_t>(c)), dv(top.size());
     std::vector<int32_t> best(top.size());
     std::vector<int64_t> slots;
     for (int64_t n = begin; n < end; ++n) {
-      std::fill(g + in.at(n, 0, 0, 0), g + in.at(n, 0, 0, 0) + in.h * in.w * c,
-                0.0f);
+      const float *d = imageF32(dy, n, outSize, ds);
+      const float *x =
+          kind == MP_POOL_MAX ? imageF32(input, n, inSize, xs) : nullptr;
+      float *g = static_cast<float *>(dx->data) + n * inSize;
+      if (dx->elementType != MP_F32) {
+        gs.resize(size_t(inSize));
+        g = gs.data();
+      }
+      std::fill(g, g + inSize, 0.0f);
       forEachPosition(o, w, [&](int64_t oy, int64_t ox, int64_t y0,
                                 int64_t x0) {
         Span s = span(in, w, kind, y0, x0);
-        const float *dyRow = d + o.at(n, 0, oy, ox);
+        const float *dyRow = d + o.at(0, 0, oy, ox);
         for (int64_t k = 0; k < c; ++k)
           dv[size_t(k)] = exactD ? dyRow[k] : a.r(dyRow[k]);
         if (kind == MP_POOL_MAX) {
@@ -530,7 +554,7 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
           slots.clear();
           for (int64_t yy = s.ya; yy < s.yb; ++yy)
             for (int64_t xx = s.xa; xx < s.xb; ++xx)
-              slots.push_back(in.at(n, 0, yy, xx));
+              slots.push_back(in.at(0, 0, yy, xx));
           if (slots.empty())
             return;
           float *tp = top.data();
@@ -563,11 +587,13 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
           dv[size_t(k)] = a.div(dv[size_t(k)], float(s.divisor));
         for (int64_t yy = s.ya; yy < s.yb; ++yy)
           for (int64_t xx = s.xa; xx < s.xb; ++xx) {
-            float *slot = g + in.at(n, 0, yy, xx);
+            float *slot = g + in.at(0, 0, yy, xx);
             for (int64_t k = 0; k < c; ++k)
               slot[k] = a.add(slot[k], dv[size_t(k)]);
           }
       });
+      if (dx->elementType != MP_F32)
+        storeF32(g, inSize, dx->data, dx->elementType, n * inSize);
     }
   });
 }
@@ -638,21 +664,26 @@ bool fastPool(Arith<float> a, mpPoolKind kind, const Act &in, const Act &o,
 bool fastPoolGrad(Arith<float> a, mpPoolKind kind, const Act &in,
                   const Act &o, const mpWindow *w, const mpTensor *dy,
                   const mpTensor *input, const mpTensor *dx) {
+  bool exactD = dy->elementType == a.compute || a.compute == MP_F32;
+  bool exactX = kind != MP_POOL_MAX || input->elementType == a.compute ||
+                a.compute == MP_F32;
+  if (in.channelsLast) {
+    auto takes = [](const mpTensor *t) {
+      return t->elementType == MP_F32 || isNarrow(t);
+    };
+    if (!takes(dy) || !takes(dx) || (kind == MP_POOL_MAX && !takes(input)))
+      return false;
+    withPoolArith(a, false, [&](auto arith) {
+      poolGradNhwc(arith, kind, in, o, w, exactD, exactX, dy, input, dx);
+    });
+    return true;
+  }
   thread_local std::vector<float> ds, is, xs;
   const float *d = asF32(dy, ds, true);
   const float *x = kind == MP_POOL_MAX ? asF32(input, is, true) : nullptr;
   float *g = asF32(dx, xs, false);
   if (!d || !g || (kind == MP_POOL_MAX && !x))
     return false;
-  bool exactD = dy->elementType == a.compute || a.compute == MP_F32;
-  bool exactX = kind != MP_POOL_MAX || input->elementType == a.compute ||
-                a.compute == MP_F32;
-  if (in.channelsLast) {
-    withPoolArith(a, false, [&](auto arith) {
-      poolGradNhwc(arith, kind, in, o, w, exactD, exactX, d, x, g);
-    });
-    return narrowInto(xs, dx);
-  }
   parallelFor(o.n * o.c, std::max<int64_t>(1, 4096 / (o.h * o.w + 1)),
               [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
