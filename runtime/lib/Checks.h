@@ -280,6 +280,15 @@ inline bool adamArguments(const mpTensor *param, const mpTensor *grad,
          isScalar(step, MP_I64);
 }
 
+/// The `copy` of mpSgdUpdateWithCopy and mpAdamUpdateWithCopy: absent, or
+/// an f16 or bf16 tensor of the parameter's shape.
+inline bool isCopyFor(const mpTensor *copy, const mpTensor *param) {
+  return !copy || (copy->data &&
+                   (copy->elementType == MP_F16 ||
+                    copy->elementType == MP_BF16) &&
+                   sameShape(copy, param));
+}
+
 } // namespace mp::rt
 
 #endif // MP_RUNTIME_LIB_CHECKS_H

@@ -852,6 +852,61 @@ void testUpdates(std::mt19937_64 &rng) {
     }
   check(ok, "sgd (momentum, nesterov, weight decay) and adam updates " + why);
 
+  // The updates that also write a rounded copy of the new parameter: the
+  // same parameter and state bits as without it, and a copy that is the
+  // parameter converted, on both paths; a skipped step copies the
+  // parameter as it is.
+  ok = true;
+  for (int64_t n : kSizes)
+    for (mpElementType c : {MP_F16, MP_BF16})
+      for (bool skipping : {false, true}) {
+        Buffer p(MP_F32, {n}), grad(MP_BF16, {n}), buf(MP_F32, {n}),
+            m(MP_F32, {n}), v(MP_F32, {n}), step(MP_I64, {}), copy(c, {n}),
+            skip(MP_I1, {}), expect(c, {n});
+        fill(p, rng, false);
+        fill(grad, rng, false);
+        fill(buf, rng, false);
+        skip.bytes[0] = skipping;
+        mpTensor G = grad.tensor(), S = skip.tensor();
+        for (int adam = 0; adam < 2; ++adam) {
+          // The same update without the copy, from the same start.
+          Buffer p0 = p, buf0 = buf, m0 = m, v0 = v, step0 = step;
+          auto update = [&](Buffer &pb, Buffer &bb, Buffer &mb, Buffer &vb,
+                            Buffer &tb, Buffer *cb) {
+            mpTensor P = pb.tensor(), Bf = bb.tensor(), M = mb.tensor(),
+                     V = vb.tensor(), T = tb.tensor(), C{};
+            if (cb)
+              C = cb->tensor();
+            mpTensor *out = cb ? &C : nullptr;
+            return adam ? mpAdamUpdateWithCopy(&P, &G, &M, &V, &T, &S, out,
+                                               1e-3f, 0.9f, 0.999f, 1e-8f,
+                                               0.01f)
+                        : mpSgdUpdateWithCopy(&P, &G, &Bf, &S, out, 0.1f,
+                                              0.9f, 1e-4f, 1);
+          };
+          ok &= sameBits({&p, &buf, &m, &v, &step, &copy}, [&] {
+            return update(p, buf, m, v, step, &copy);
+          }, why);
+          ok &= update(p0, buf0, m0, v0, step0, nullptr) == MP_OK;
+          mpConvert(p.bytes.data(), MP_F32, expect.bytes.data(), c, n);
+          std::string what = "size " + std::to_string(n) +
+                             (adam ? " adam" : " sgd") +
+                             (skipping ? " skipped" : "");
+          if (ok && (p.bytes != p0.bytes || buf.bytes != buf0.bytes ||
+                     m.bytes != m0.bytes || v.bytes != v0.bytes ||
+                     step.bytes != step0.bytes)) {
+            why = what + ": the update differs from the one without a copy";
+            ok = false;
+          }
+          if (ok && expect.bytes != copy.bytes) {
+            why = what + ": the copy is not the new parameter converted";
+            ok = false;
+          }
+        }
+      }
+  check(ok, "sgd and adam updates with a rounded copy of the parameter " +
+                why);
+
   ok = true;
   for (float scale : {1024.0f, 1.0f / 65536})
     for (mpElementType g : kTypes) {

@@ -218,6 +218,33 @@ private:
     return signature->results[r].updates;
   }
   void freeDead(Operation *op, int64_t position);
+  /// For the new parameter of an optimizer update: the buffer of a cast of
+  /// it to f16 or bf16 (a tg-shadow-weights shadow), which the update then
+  /// writes in the same pass, or null. The cast is emitted as nothing.
+  Value fuseShadowCast(Value newParam) {
+    int64_t update = position[newParam.getDefiningOp()];
+    for (Operation *user : newParam.getUsers()) {
+      auto c = dyn_cast<CastOp>(user);
+      if (!c || fusedCasts.contains(c) ||
+          !isa<BFloat16Type, Float16Type>(
+              getElementTypeOrSelf(c.getResult().getType())))
+        continue;
+      // Written earlier than the cast: when that is into an argument's
+      // buffer, nothing may read the argument in between.
+      auto placed = producedFor.find(c.getResult());
+      if (placed != producedFor.end())
+        if (std::optional<unsigned> arg = updatedArgument(placed->second)) {
+          auto it = lastUse.find(body->getArgument(*arg));
+          if (it != lastUse.end() && it->second >= update)
+            continue;
+        }
+      fusedCasts.insert(c);
+      Value buffer = bufferFor(c.getResult());
+      buffers[c.getResult()] = buffer;
+      return buffer;
+    }
+    return nullptr;
+  }
   void emitCopy(Value from, Value to, int64_t site) {
     CallBuilder call(b, fn.getLoc(), site);
     call.tensor(from);
@@ -251,6 +278,8 @@ private:
   DenseMap<Value, Value> buffers;
   /// Allocations to free, by the value they hold.
   llvm::MapVector<Value, Value> owned;
+  /// Casts that optimizer updates write (fuseShadowCast).
+  DenseSet<Operation *> fusedCasts;
   /// Destination arguments of the new signature, per result index.
   DenseMap<unsigned, Value> destinations;
   int64_t constantCount = 0;
@@ -799,6 +828,9 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             return success();
           })
           .Case([&](CastOp o) {
+            // Already written by the optimizer update it was fused into.
+            if (fusedCasts.contains(o))
+              return success();
             tensors("copy", {o.getInput()});
             return success();
           })
@@ -1006,6 +1038,8 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.i(o.getNesterov());
             c.i(o.getMomentumBuffer() != nullptr);
             c.i(o.getSkipIf() != nullptr);
+            Value copy = fuseShadowCast(o.getNewParam());
+            c.i(copy != nullptr);
             c.tensor(operand(o.getParam()));
             c.tensor(operand(o.getGrad()));
             if (o.getMomentumBuffer())
@@ -1014,6 +1048,8 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
               c.tensor(operand(o.getSkipIf()));
             for (Value m : out)
               c.tensor(m);
+            if (copy)
+              c.tensor(copy);
             c.call("sgd_update", module);
             return success();
           })
@@ -1025,6 +1061,8 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.f(o.getEpsilon().convertToFloat());
             c.f(o.getWeightDecay().convertToFloat());
             c.i(o.getSkipIf() != nullptr);
+            Value copy = fuseShadowCast(o.getNewParam());
+            c.i(copy != nullptr);
             for (Value v : {o.getParam(), o.getGrad(), o.getFirstMoment(),
                             o.getSecondMoment(), o.getStep()})
               c.tensor(operand(v));
@@ -1032,6 +1070,8 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
               c.tensor(operand(o.getSkipIf()));
             for (Value m : out)
               c.tensor(m);
+            if (copy)
+              c.tensor(copy);
             c.call("adam_update", module);
             return success();
           })

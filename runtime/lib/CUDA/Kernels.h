@@ -115,6 +115,15 @@ mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
                       mpTensor *step, const mpTensor *skip, float lr,
                       float beta1, float beta2, float epsilon,
                       float weightDecay);
+mpStatus mpSgdUpdateWithCopy(mpTensor *param, const mpTensor *grad,
+                             mpTensor *momentumBuffer, const mpTensor *skip,
+                             mpTensor *copy, float lr, float momentum,
+                             float weightDecay, int32_t nesterov);
+mpStatus mpAdamUpdateWithCopy(mpTensor *param, const mpTensor *grad,
+                              mpTensor *firstMoment, mpTensor *secondMoment,
+                              mpTensor *step, const mpTensor *skip,
+                              mpTensor *copy, float lr, float beta1,
+                              float beta2, float epsilon, float weightDecay);
 
 mpStatus mpConv2d(const mpTensor *input, const mpTensor *filter,
                   mpTensor *out, const mpWindow *w, mpElementType compute);

@@ -82,22 +82,29 @@ __device__ __forceinline__ bool skipped(const uint8_t *skip) {
   return skip && *skip;
 }
 
+/// `copy` (of type `copyType`), when given, receives the new parameter
+/// rounded, or on a skipped step the parameter as it is.
 __global__ void sgdKernel(float *p, const void *grad, int gradType,
-                          float *buffer, const uint8_t *skip, int64_t n,
-                          float lr, float momentum, float weightDecay,
-                          int nesterov) {
-  if (skipped(skip))
+                          float *buffer, const uint8_t *skip, void *copy,
+                          int copyType, int64_t n, float lr, float momentum,
+                          float weightDecay, int nesterov) {
+  bool skipping = skipped(skip);
+  if (skipping && !copy)
     return;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float g = loadAs<float>(grad, gradType, i);
-    g = g + weightDecay * p[i];
-    if (buffer) {
-      float b = momentum * buffer[i] + g;
-      buffer[i] = b;
-      g = nesterov ? g + momentum * b : b;
+    if (!skipping) {
+      float g = loadAs<float>(grad, gradType, i);
+      g = g + weightDecay * p[i];
+      if (buffer) {
+        float b = momentum * buffer[i] + g;
+        buffer[i] = b;
+        g = nesterov ? g + momentum * b : b;
+      }
+      p[i] = p[i] - lr * g;
     }
-    p[i] = p[i] - lr * g;
+    if (copy)
+      storeAs(copy, copyType, i, p[i]);
   }
 }
 
@@ -117,15 +124,22 @@ __global__ void adamCoefficientsKernel(int64_t *step, const uint8_t *skip,
 }
 
 __global__ void adamKernel(float *p, const void *grad, int gradType, float *m,
-                           float *v, const uint8_t *skip,
-                           const float *coefficients, int64_t n, float lr,
-                           float beta1, float beta2, float epsilon,
+                           float *v, const uint8_t *skip, void *copy,
+                           int copyType, const float *coefficients, int64_t n,
+                           float lr, float beta1, float beta2, float epsilon,
                            float weightDecay) {
-  if (skipped(skip))
+  bool skipping = skipped(skip);
+  if (skipping && !copy)
     return;
-  float stepSize = coefficients[0], c2Sqrt = coefficients[1];
+  // (Not written on a skipped step.)
+  float stepSize = skipping ? 0.0f : coefficients[0],
+        c2Sqrt = skipping ? 1.0f : coefficients[1];
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
+    if (skipping) {
+      storeAs(copy, copyType, i, p[i]);
+      continue;
+    }
     float g = loadAs<float>(grad, gradType, i);
     float param = p[i];
     if (weightDecay != 0)
@@ -136,6 +150,8 @@ __global__ void adamKernel(float *p, const void *grad, int gradType, float *m,
     v[i] = vi;
     float denom = sqrtf(vi) / c2Sqrt + epsilon;
     p[i] = param - stepSize * (mi / denom);
+    if (copy)
+      storeAs(copy, copyType, i, p[i]);
   }
 }
 
@@ -205,10 +221,21 @@ mpStatus mp::cuda::mpSgdUpdate(mpTensor *param, const mpTensor *grad,
                                mpTensor *momentumBuffer, const mpTensor *skip,
                                float lr, float momentum, float weightDecay,
                                int32_t nesterov) {
+  return mp::cuda::mpSgdUpdateWithCopy(param, grad, momentumBuffer, skip,
+                                       nullptr, lr, momentum, weightDecay,
+                                       nesterov);
+}
+
+mpStatus mp::cuda::mpSgdUpdateWithCopy(mpTensor *param, const mpTensor *grad,
+                                       mpTensor *momentumBuffer,
+                                       const mpTensor *skip, mpTensor *copy,
+                                       float lr, float momentum,
+                                       float weightDecay, int32_t nesterov) {
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
-  if (!rt::sgdArguments(param, grad, momentumBuffer, skip, momentum))
+  if (!rt::sgdArguments(param, grad, momentumBuffer, skip, momentum) ||
+      !rt::isCopyFor(copy, param))
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t n = mpNumElements(param);
   if (!n)
@@ -216,7 +243,9 @@ mpStatus mp::cuda::mpSgdUpdate(mpTensor *param, const mpTensor *grad,
   sgdKernel<<<gridFor(n, 4), kThreads, 0, c->stream>>>(
       static_cast<float *>(param->data), grad->data, grad->elementType,
       momentumBuffer ? static_cast<float *>(momentumBuffer->data) : nullptr,
-      skipPointer(skip), n, lr, momentum, weightDecay, nesterov);
+      skipPointer(skip), copy ? copy->data : nullptr,
+      copy ? copy->elementType : MP_F32, n, lr, momentum, weightDecay,
+      nesterov);
   return launched("SGD kernel") ? MP_OK : MP_ERROR_BACKEND;
 }
 
@@ -225,10 +254,21 @@ mpStatus mp::cuda::mpAdamUpdate(mpTensor *param, const mpTensor *grad,
                                 mpTensor *step, const mpTensor *skip, float lr,
                                 float beta1, float beta2, float epsilon,
                                 float weightDecay) {
+  return mp::cuda::mpAdamUpdateWithCopy(param, grad, firstMoment,
+                                        secondMoment, step, skip, nullptr, lr,
+                                        beta1, beta2, epsilon, weightDecay);
+}
+
+mpStatus mp::cuda::mpAdamUpdateWithCopy(
+    mpTensor *param, const mpTensor *grad, mpTensor *firstMoment,
+    mpTensor *secondMoment, mpTensor *step, const mpTensor *skip,
+    mpTensor *copy, float lr, float beta1, float beta2, float epsilon,
+    float weightDecay) {
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
-  if (!rt::adamArguments(param, grad, firstMoment, secondMoment, step, skip))
+  if (!rt::adamArguments(param, grad, firstMoment, secondMoment, step, skip) ||
+      !rt::isCopyFor(copy, param))
     return MP_ERROR_INVALID_ARGUMENT;
   Scratch coefficients(2 * sizeof(float));
   if (!coefficients)
@@ -242,8 +282,9 @@ mpStatus mp::cuda::mpAdamUpdate(mpTensor *param, const mpTensor *grad,
     adamKernel<<<gridFor(n, 4), kThreads, 0, c->stream>>>(
         static_cast<float *>(param->data), grad->data, grad->elementType,
         static_cast<float *>(firstMoment->data),
-        static_cast<float *>(secondMoment->data), skipPointer(skip), coef, n,
-        lr, beta1, beta2, epsilon, weightDecay);
+        static_cast<float *>(secondMoment->data), skipPointer(skip),
+        copy ? copy->data : nullptr, copy ? copy->elementType : MP_F32, coef,
+        n, lr, beta1, beta2, epsilon, weightDecay);
   return launched("Adam kernels") ? MP_OK : MP_ERROR_BACKEND;
 }
 

@@ -446,6 +446,23 @@ mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
                       float beta1, float beta2, float epsilon,
                       float weightDecay);
 
+/* The updates above that also write the updated parameter rounded to
+ * `copy`'s element type (f16 or bf16; the parameter's shape) into `copy`,
+ * in the same pass: what a cast of the new parameter gives, without reading
+ * the parameter again. A low-precision shadow of a master weight
+ * (tg-shadow-weights) is kept this way. With a true `skip` the parameter and
+ * state stay as they are and `copy` is written from the parameter. */
+mpStatus mpSgdUpdateWithCopy(mpTensor *param, const mpTensor *grad,
+                             mpTensor *momentumBuffer, const mpTensor *skip,
+                             mpTensor *copy, float lr, float momentum,
+                             float weightDecay, int32_t nesterov);
+
+mpStatus mpAdamUpdateWithCopy(mpTensor *param, const mpTensor *grad,
+                              mpTensor *firstMoment, mpTensor *secondMoment,
+                              mpTensor *step, const mpTensor *skip,
+                              mpTensor *copy, float lr, float beta1,
+                              float beta2, float epsilon, float weightDecay);
+
 /*===----------------------------------------------------------------------===*
  * Convolution, pooling and batch norm (tg.conv2d, tg.max_pool2d,
  * tg.avg_pool2d, tg.batch_norm and their gradients). Activations are rank
