@@ -139,6 +139,7 @@ static FailureOr<StepSignature> readSignature(func::FuncOp fn) {
     describe(fn.getArgumentTypes()[k], arg, a.name);
     arg.role = a.role;
     arg.init = fn.getArgAttrOfType<ElementsAttr>(k, tg::TGDialect::kInitAttr);
+    arg.shadowOf = a.shadowOf;
     out.arguments.push_back(std::move(arg));
   }
   for (auto [k, r] : llvm::enumerate(sig->results)) {
@@ -356,6 +357,14 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     if (failed(runPhase(module, progress, "epilogue fusion (tg-fuse-epilogues)",
                         [](OpPassManager &pm) {
                           pm.addPass(tg::createTGFuseEpilogues());
+                        })))
+      return failure();
+  }
+  if (fusion.shadows && amp.mode != "off") {
+    if (failed(runPhase(module, progress,
+                        "low-precision weight shadows (tg-shadow-weights)",
+                        [](OpPassManager &pm) {
+                          pm.addPass(tg::createTGShadowWeights());
                         })))
       return failure();
   }

@@ -102,6 +102,19 @@ bool Trainer::isBatch(unsigned arg) const {
 }
 
 llvm::Error Trainer::uploadPersistent() {
+  // Shadows follow their parameters: whatever set the parameters on the
+  // host (initialisation, a checkpoint, weights from a file) sets them too.
+  for (auto [k, a] : llvm::enumerate(signature().arguments))
+    if (a.shadowOf) {
+      const HostTensor &param = buffers[*a.shadowOf];
+      HostTensor &shadow = buffers[k];
+      if (mpConvert(param.data(), param.type, shadow.data(), shadow.type,
+                    param.numElements()) != MP_OK)
+        return createStringError(std::errc::invalid_argument,
+                                 "cannot round '%s' into its shadow '%s'",
+                                 signature().arguments[*a.shadowOf].name.c_str(),
+                                 a.name.c_str());
+    }
   for (unsigned k = 0; k < signature().arguments.size(); ++k)
     if (isPersistent(k))
       if (llvm::Error err = executor->upload(k))
@@ -331,8 +344,9 @@ Trainer::checkpoint(int64_t step, std::map<std::string, std::string> metadata) {
   if (llvm::Error err = downloadPersistent())
     return std::move(err);
   Checkpoint ckpt;
+  // A shadow is its parameter rounded: not saved, set again on restore.
   for (auto [k, a] : llvm::enumerate(signature().arguments))
-    if (isPersistent(k))
+    if (isPersistent(k) && !a.shadowOf)
       ckpt.tensors[a.name] = buffers[k];
   ckpt.metadata = std::move(metadata);
   ckpt.metadata["step"] = std::to_string(step);
@@ -398,7 +412,7 @@ llvm::Expected<CarriedState> Trainer::adoptState(Trainer &from) {
   state.hashBefore = state.hashAfter = 0xcbf29ce484222325ull;
   std::vector<unsigned> carried;
   for (auto [k, a] : llvm::enumerate(signature().arguments)) {
-    if (!isPersistent(k))
+    if (!isPersistent(k) || a.shadowOf)
       continue;
     std::optional<unsigned> source = from.signature().findArgument(a.name);
     if (!source || !from.isPersistent(*source)) {
@@ -453,7 +467,7 @@ llvm::Expected<int64_t> Trainer::restore(const Checkpoint &ckpt,
     return fail("its step " + llvm::Twine(step) +
                 " is out of range (a run counts at most 2^53 steps)");
   for (auto [k, a] : llvm::enumerate(signature().arguments)) {
-    if (!isPersistent(k))
+    if (!isPersistent(k) || a.shadowOf)
       continue;
     auto it = ckpt.tensors.find(a.name);
     if (it == ckpt.tensors.end() && ampStateMayBeMissing &&

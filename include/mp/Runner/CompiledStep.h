@@ -50,10 +50,12 @@ struct LayoutConfig {
 
 /// Whether to run tg-fold-transposes and tg-fuse-epilogues after layout
 /// assignment (never with numerics checks, which observe every op's own
-/// result).
+/// result), and tg-shadow-weights after them.
 struct FusionConfig {
   bool transposes = true;
   bool epilogues = true;
+  /// tg-shadow-weights, after mixed precision.
+  bool shadows = true;
 };
 
 /// Whether to run tg-data-parallel before mixed precision, with its bucket

@@ -45,6 +45,9 @@ struct StepArgument : StepTensor {
   tg::ArgRole role;
   /// `tg.init`, if given: a dense elements attribute or a dense resource.
   mlir::ElementsAttr init;
+  /// For a shadow (`tg.shadow_of`): the index of the parameter it holds
+  /// rounded. The runner sets it from the parameter, never from a file.
+  std::optional<unsigned> shadowOf;
 };
 
 struct StepResult : StepTensor {

@@ -61,6 +61,14 @@ struct Options {
                      "except with --check-numerics, --range-stats and "
                      "--adapt-precision, which observe every op)"),
       llvm::cl::init(true), llvm::cl::cat(category)};
+  llvm::cl::opt<bool> shadowWeights{
+      "shadow-weights",
+      llvm::cl::desc("With --amp, keep each f32 master weight's f16/bf16 "
+                     "copy between steps, written by its optimizer update, "
+                     "instead of casting the weights at the start of every "
+                     "step (tg-shadow-weights; the same values; default: "
+                     "true)"),
+      llvm::cl::init(true), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> layoutReport{
       "layout-report",
       llvm::cl::desc("Write tg-assign-layout's report (JSON) here"),

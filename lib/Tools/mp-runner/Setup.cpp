@@ -136,6 +136,7 @@ Driver::compile(const std::string &label, const std::string &mode,
   // (lowerStep leaves a step with numerics checks, which --range-stats
   // and --adapt-precision use too, unfused.)
   options.fusion.transposes = o.foldTransposes;
+  options.fusion.shadows = o.shadowWeights;
   options.fusion.epilogues = o.fuseEpilogues;
   options.numerics = numerics;
   options.backend = backend.backend;

@@ -48,6 +48,10 @@ CONFIGS = [
      "--tg-fuse-epilogues"),
     ("--tg-mixed-precision=level=force-all", "--tg-assign-layout=layout=nhwc",
      "--tg-fold-transposes", "--tg-fuse-epilogues", "--tg-check-numerics"),
+    "--tg-shadow-weights",
+    ("--tg-mixed-precision=compute-type=bf16", "--tg-shadow-weights"),
+    ("--tg-mixed-precision", "--tg-fuse-epilogues", "--tg-shadow-weights",
+     "--tg-check-numerics"),
 ]
 # Errors the passes may legitimately report on some inputs.
 EXPECTED = re.compile(r"tg-insert-loss-scaling: (a training step needs|the "

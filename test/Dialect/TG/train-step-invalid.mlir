@@ -226,3 +226,50 @@ func.func @state_is_updated(%m: tensor<f32> {tg.state = "m"}, %l: tensor<f32> {t
 func.func @names_are_utf8(%x: tensor<4xf32> {tg.input = "\FF\FE"}) {
   return
 }
+
+// -----
+
+// Rule: only a tg.state argument may be a shadow (tg.shadow_of).
+// expected-error @+1 {{is not a valid training step: argument #1 has tg.shadow_of, which only tg.state arguments may have}}
+func.func @only_state_is_a_shadow(%w: tensor<4xf32> {tg.param = "w"},
+                                  %s: tensor<4xbf16> {tg.input = "s", tg.shadow_of = "w"})
+    -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}) attributes {tg.train_step} {
+  %l = tg.reduce_sum %w axes = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// Rule: a shadow names a tg.param argument.
+// expected-error @+1 {{is not a valid training step: 'amp.shadow.x' is a shadow of 'x', which is not a tg.param argument}}
+func.func @shadow_of_a_parameter(%x: tensor<4xf32> {tg.input = "x"},
+                                 %s: tensor<4xbf16> {tg.state = "amp.shadow.x", tg.shadow_of = "x"})
+    -> (tensor<f32> {tg.loss}, tensor<4xbf16> {tg.update = "amp.shadow.x"}) attributes {tg.train_step} {
+  %l = tg.reduce_sum %x axes = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l, %s : tensor<f32>, tensor<4xbf16>
+}
+
+// -----
+
+// Rule: a shadow is its f32 parameter's shape in f16 or bf16.
+// expected-error @+1 {{is not a valid training step: shadow 'amp.shadow.w' of 'w' must have the parameter's shape and f16 or bf16 elements, and the parameter f32 elements}}
+func.func @shadow_is_the_parameter_narrowed(%w: tensor<4xf32> {tg.param = "w"},
+                                            %s: tensor<4xf32> {tg.state = "amp.shadow.w", tg.shadow_of = "w"})
+    -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}, tensor<4xf32> {tg.update = "amp.shadow.w"})
+    attributes {tg.train_step} {
+  %l = tg.reduce_sum %w axes = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l, %w, %s : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Rule: a shadow has no tg.init: its value is its parameter's.
+// expected-error @+1 {{is not a valid training step: 'amp.shadow.w' has tg.init, but a shadow's value is its parameter's}}
+func.func @shadow_has_no_init(%w: tensor<4xf32> {tg.param = "w"},
+                              %s: tensor<4xbf16> {tg.state = "amp.shadow.w", tg.shadow_of = "w",
+                                                  tg.init = dense<0.0> : tensor<4xbf16>})
+    -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}, tensor<4xbf16> {tg.update = "amp.shadow.w"})
+    attributes {tg.train_step} {
+  %l = tg.reduce_sum %w axes = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %l, %w, %s : tensor<f32>, tensor<4xf32>, tensor<4xbf16>
+}

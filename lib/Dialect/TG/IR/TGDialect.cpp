@@ -90,7 +90,7 @@ LogicalResult TGDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   if (name == kParamAttr || name == kStateAttr || name == kInputAttr ||
-      name == kLabelAttr)
+      name == kLabelAttr || name == kShadowOfAttr)
     return verifyName(op, attr, "argument #" + std::to_string(argIndex));
   if (name == kInitAttr) {
     // The initial value of a state argument, for the runtime.

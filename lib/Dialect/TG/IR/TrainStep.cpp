@@ -91,6 +91,32 @@ readArguments(FunctionOpInterface fn,
                   "' of argument #" + Twine(it->second));
     arguments.push_back(*arg);
   }
+  // A shadow holds a parameter rounded to f16 or bf16 (tg-shadow-weights).
+  for (unsigned i = 0, e = argTypes.size(); i < e; ++i) {
+    auto of = fn.getArgAttrOfType<StringAttr>(i, TGDialect::kShadowOfAttr);
+    if (!of)
+      continue;
+    StepArgument &arg = arguments[i];
+    auto it = argByName.find(of.getValue());
+    if (arg.role != ArgRole::State)
+      return fail("argument #" + Twine(i) +
+                  " has tg.shadow_of, which only tg.state arguments may have");
+    if (it == argByName.end() || arguments[it->second].role != ArgRole::Param)
+      return fail("'" + arg.name + "' is a shadow of '" + of.getValue() +
+                  "', which is not a tg.param argument");
+    auto shadow = cast<RankedTensorType>(argTypes[i]);
+    auto param = cast<RankedTensorType>(argTypes[it->second]);
+    if (shadow.getShape() != param.getShape() ||
+        !param.getElementType().isF32() ||
+        !isa<BFloat16Type, Float16Type>(shadow.getElementType()))
+      return fail("shadow '" + arg.name + "' of '" + of.getValue() +
+                  "' must have the parameter's shape and f16 or bf16 "
+                  "elements, and the parameter f32 elements");
+    if (fn.getArgAttr(i, TGDialect::kInitAttr))
+      return fail("'" + arg.name +
+                  "' has tg.init, but a shadow's value is its parameter's");
+    arg.shadowOf = it->second;
+  }
   return success();
 }
 

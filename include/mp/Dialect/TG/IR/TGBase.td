@@ -66,6 +66,10 @@ def TG_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
     static constexpr ::llvm::StringLiteral kOutputAttr = "tg.output";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
+    /// On a state argument: it holds the named parameter rounded to its
+    /// element type (a tg-shadow-weights shadow), set by the runtime from
+    /// the parameter whenever the parameter is set from outside the step.
+    static constexpr ::llvm::StringLiteral kShadowOfAttr = "tg.shadow_of";
     /// What tg-check-numerics watches in a step (docs/Numerics.md).
     static constexpr ::llvm::StringLiteral kNumericsAttr = "tg.numerics";
   }];

@@ -29,6 +29,8 @@ struct StepArgument {
   llvm::StringRef name;
   /// Index of the result that updates this argument (param and state only).
   std::optional<unsigned> updatedBy;
+  /// For a state argument with tg.shadow_of: the parameter's index.
+  std::optional<unsigned> shadowOf;
 };
 
 struct StepResult {

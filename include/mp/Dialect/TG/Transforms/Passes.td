@@ -410,6 +410,59 @@ def TGFoldTransposes : Pass<"tg-fold-transposes", "::mlir::ModuleOp"> {
   ];
 }
 
+def TGShadowWeights : Pass<"tg-shadow-weights", "::mlir::ModuleOp"> {
+  let summary = "Keep each master weight's low-precision copy as step state, "
+                "written by its optimizer update";
+  let description = [{
+    After mixed precision, a training step casts its f32 master weights to
+    f16 or bf16 at the start of every step, reading every parameter once
+    more than the update that wrote it at the end of the previous one. For
+    each `tg.param` of f32 that is cast to one narrower type and updated by
+    one `tg.sgd_update` or `tg.adam_update` whose new value is its
+    `tg.update` result, this pass
+
+    * adds a `tg.state` argument `amp.shadow.<name>` of the cast's type,
+      marked `tg.shadow_of = "<name>"`, and makes the casts' users read it;
+    * casts the updated parameter to that type right after the update and
+      returns it as the shadow's `tg.update`.
+
+    The lowering (`convert-tg-to-runtime`) then writes that cast inside the
+    update's own pass over the parameter (`mpSgdUpdateWithCopy`), so the
+    step no longer reads its master weights to cast them. The values are
+    the same: the shadow is the parameter rounded, as the cast was. A
+    runtime must set each shadow from its parameter whenever it sets the
+    parameter from outside the step (initialisation, a checkpoint, weights
+    from a file); `mp-runner` does, and leaves shadows out of checkpoints.
+
+    ```mlir
+    func.func @step(%w: tensor<64x32xf32> {tg.param = "w"}, ...) {
+      %wb = tg.cast %w : tensor<64x32xf32> to tensor<64x32xbf16>
+      ...
+      %w1 = tg.sgd_update %w, %dw {lr = 0.1 : f32} : ...
+      return %w1, ...
+    // becomes
+    func.func @step(%w: tensor<64x32xf32> {tg.param = "w"}, ...,
+        %s: tensor<64x32xbf16> {tg.shadow_of = "w",
+                                tg.state = "amp.shadow.w"}) {
+      ... (%s where %wb was read)
+      %w1 = tg.sgd_update %w, %dw {lr = 0.1 : f32} : ...
+      %s1 = tg.cast %w1 : tensor<64x32xf32> to tensor<64x32xbf16>
+      return %w1, ..., %s1
+    ```
+
+    Parameters that are not cast, are cast to more than one type, or have
+    no single update returned as theirs are left as they are. Run it last
+    before lowering: after mixed precision, loss scaling and the layout and
+    fusion passes.
+  }];
+  let dependentDialects = ["::mp::tg::TGDialect"];
+  let statistics = [
+    Statistic<"numShadows", "shadows", "Parameters given a shadow">,
+    Statistic<"numCastsReplaced", "casts-replaced",
+              "Casts of parameters replaced by a shadow">,
+  ];
+}
+
 def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
   let summary = "Fuse the bias, residual and activation that follow a matmul "
                 "into its epilogue";
