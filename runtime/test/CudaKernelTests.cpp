@@ -814,8 +814,13 @@ std::vector<Case> cases() {
       };
       all.push_back(std::move(c));
     }
+  // With a rounded copy of the new parameter (a tg-shadow-weights shadow),
+  // bf16 for SGD and f16 for Adam, written on skipped steps too.
+  for (bool copy : {false, true})
   for (bool skip : {false, true}) {
-    Case c{std::string("sgd_update momentum nesterov") + (skip ? " skipped" : ""),
+    std::string with = copy ? " with a copy" : "";
+    Case c{std::string("sgd_update momentum nesterov") + with +
+               (skip ? " skipped" : ""),
            ENTRY(sgd_update), {}, 1, nullptr};
     int param = add(c, MP_F32, {97, 33}, true, [&](int64_t) {
       return std::uniform_real_distribution<double>(-1, 1)(rng);
@@ -825,13 +830,16 @@ std::vector<Case> cases() {
       return std::uniform_real_distribution<double>(-1, 1)(rng);
     });
     int pred = scalar(c, MP_I1, skip ? 1 : 0);
+    int shadow = copy ? output(c, MP_BF16, {97, 33}) : -1;
     c.fields = [=](Words &w, const Emit &e) {
       w.push_back(bits(0.1)); w.push_back(bits(0.9)); w.push_back(bits(1e-4));
-      w.push_back(1); w.push_back(1); w.push_back(1);
+      w.push_back(1); w.push_back(1); w.push_back(1); w.push_back(copy);
       e(param); e(grad); e(buffer); e(pred); e(param); e(buffer);
+      if (copy)
+        e(shadow);
     };
     all.push_back(std::move(c));
-    Case a{std::string("adam_update") + (skip ? " skipped" : ""),
+    Case a{std::string("adam_update") + with + (skip ? " skipped" : ""),
            ENTRY(adam_update), {}, 1, nullptr};
     auto uniform = [&](double lo, double hi) {
       return [lo, hi](int64_t) {
@@ -844,10 +852,14 @@ std::vector<Case> cases() {
     int av = add(a, MP_F32, {513}, true, uniform(0, 0.01));
     int astep = scalar(a, MP_I64, 7, true);
     int apred = scalar(a, MP_I1, skip ? 1 : 0);
+    int ashadow = copy ? output(a, MP_F16, {513}) : -1;
     a.fields = [=](Words &w, const Emit &e) {
       w.push_back(bits(1e-3)); w.push_back(bits(0.9)); w.push_back(bits(0.999));
       w.push_back(bits(1e-8)); w.push_back(bits(0.01)); w.push_back(1);
+      w.push_back(copy);
       e(ap); e(ag); e(am); e(av); e(astep); e(apred); e(ap); e(am); e(av); e(astep);
+      if (copy)
+        e(ashadow);
     };
     all.push_back(std::move(a));
   }
