@@ -6,8 +6,9 @@
 // does), tg-make-train-step (for a forward function without a step),
 // mixed precision (f16, bf16, or bf16 changing the signature: chosen by the
 // input's bytes so that a replay is the same), for every other input
-// tg-fold-transposes and tg-fuse-epilogues, then tg-check-numerics and
-// tg-lower-to-llvm, with the IR verified after every pass.
+// tg-fold-transposes, tg-fuse-epilogues and tg-shadow-weights, then
+// tg-check-numerics and tg-lower-to-llvm, with the IR verified after every
+// pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,10 +91,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 "change-signature=true},canonicalize";
     break;
   }
-  // Every other input, the transposes folded and the epilogues fused as
-  // mp-runner does.
+  // Every other input, the transposes folded, the epilogues fused and the
+  // weights shadowed as mp-runner does.
   if ((hash / 3) % 2)
-    pipeline += ",tg-fold-transposes,tg-fuse-epilogues";
+    pipeline += ",tg-fold-transposes,tg-fuse-epilogues,tg-shadow-weights";
   pipeline += ",tg-check-numerics,tg-lower-to-llvm";
 
   mp::fuzz::runPipeline(*module, pipeline);
