@@ -120,9 +120,13 @@ int mp::compileMain(int argc, char **argv) {
   ParallelConfig parallel;
   parallel.enabled = dataParallel;
   parallel.bucketMb = bucketMb;
+  // No weight shadows: a C caller would have to set each from its weight
+  // (tg.shadow_of), which the header does not describe.
+  FusionConfig fusion;
+  fusion.shadows = false;
   FailureOr<StepSignature> sig = lowerStep(*module, cName, config,
                                            NumericsConfig(), nullptr,
-                                           layoutConfig, parallel);
+                                           layoutConfig, parallel, fusion);
   if (failed(sig))
     return 1;
   if (llvm::Error err = emitObjectFile(*module, output)) {
