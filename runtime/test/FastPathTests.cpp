@@ -773,16 +773,19 @@ void testBatchNorm(std::mt19937_64 &rng) {
   // (n, c, h, w), NCHW and NHWC, channel counts that leave a partial
   // block (NHWC blocks are 16-channel multiples up to 256) and a partial
   // 16-channel chunk; a fifth 1 puts NaNs and infinities into x and dy.
+  // y (and dy) may have another type than x (and dx): AMP stores a norm's
+  // output in the type its consumers read.
   for (std::vector<int64_t> d :
        {std::vector<int64_t>{2, 3, 5, 7}, {8, 37, 9, 9}, {1, 1, 1, 3},
         {2, 300, 3, 5}, {1, 600, 2, 3}, {2, 40, 3, 5, 1}})
     for (int last = 0; last <= 1; ++last)
-      for (mpElementType t : kTypes) {
+      for (mpElementType t : kTypes)
+      for (mpElementType u : kTypes) {
         std::vector<int64_t> shape =
             last ? std::vector<int64_t>{d[0], d[2], d[3], d[1]}
                  : std::vector<int64_t>{d[0], d[1], d[2], d[3]};
         std::vector<int64_t> ch = {d[1]};
-        Buffer x(t, shape), y(t, shape), dy(t, shape), dx(t, shape),
+        Buffer x(t, shape), y(u, shape), dy(u, shape), dx(t, shape),
             scale(MP_F32, ch), bias(MP_F32, ch), rm(MP_F32, ch), rv(MP_F32, ch),
             mean(MP_F32, ch), rstd(MP_F32, ch), nrm(MP_F32, ch),
             nrv(MP_F32, ch), ds(MP_F32, ch), db(MP_F32, ch);
@@ -820,7 +823,7 @@ void testBatchNorm(std::mt19937_64 &rng) {
             why);
       }
   check(ok, "batch norm (training, inference) and its gradient, NCHW and "
-            "NHWC " +
+            "NHWC, x and y of every pair of types " +
                 why);
 }
 
