@@ -360,7 +360,7 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                         })))
       return failure();
   }
-  if (fusion.shadows && amp.mode != "off") {
+  if (fusion.shadows && amp.mode != "off" && !numerics.enabled) {
     if (failed(runPhase(module, progress,
                         "low-precision weight shadows (tg-shadow-weights)",
                         [](OpPassManager &pm) {

@@ -50,7 +50,8 @@ struct LayoutConfig {
 
 /// Whether to run tg-fold-transposes and tg-fuse-epilogues after layout
 /// assignment (never with numerics checks, which observe every op's own
-/// result), and tg-shadow-weights after them.
+/// result), and tg-shadow-weights after them (likewise: the numerics
+/// checks report a weight's overflow at the ops that read its cast).
 struct FusionConfig {
   bool transposes = true;
   bool epilogues = true;

@@ -1031,6 +1031,8 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             return success();
           })
           .Case([&](SgdUpdateOp o) {
+            // Before the call's scope opens: the copy outlives the call.
+            Value copy = fuseShadowCast(o.getNewParam());
             CallBuilder c(b, loc, site);
             c.f(o.getLr().convertToFloat());
             c.f(o.getMomentum().convertToFloat());
@@ -1038,7 +1040,6 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.i(o.getNesterov());
             c.i(o.getMomentumBuffer() != nullptr);
             c.i(o.getSkipIf() != nullptr);
-            Value copy = fuseShadowCast(o.getNewParam());
             c.i(copy != nullptr);
             c.tensor(operand(o.getParam()));
             c.tensor(operand(o.getGrad()));
@@ -1054,6 +1055,7 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             return success();
           })
           .Case([&](AdamUpdateOp o) {
+            Value copy = fuseShadowCast(o.getNewParam());
             CallBuilder c(b, loc, site);
             c.f(o.getLr().convertToFloat());
             c.f(o.getBeta1().convertToFloat());
@@ -1061,7 +1063,6 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.f(o.getEpsilon().convertToFloat());
             c.f(o.getWeightDecay().convertToFloat());
             c.i(o.getSkipIf() != nullptr);
-            Value copy = fuseShadowCast(o.getNewParam());
             c.i(copy != nullptr);
             for (Value v : {o.getParam(), o.getGrad(), o.getFirstMoment(),
                             o.getSecondMoment(), o.getStep()})

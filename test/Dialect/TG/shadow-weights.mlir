@@ -97,3 +97,30 @@ func.func @left_alone(%a: tensor<4xf32> {tg.param = "a"}, %c: tensor<4xf32> {tg.
   %c1 = tg.sgd_update %c, %g {lr = 0.1 : f32} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %loss, %a1, %a1 : tensor<f32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The weight read again after its update (here through its cast): the
+// shadow is still read there, so the update writes the new shadow into a
+// buffer of its own, copied into the shadow at the end of the step.
+// CHECK-LABEL: func @read_after_update
+// CHECK: tg.sgd_update
+// CHECK-NEXT: tg.cast
+// CHECK-NEXT: tg.mul %arg2, %arg2
+// LOWERED-LABEL: func @read_after_update
+// LOWERED: %[[NEW:.*]] = memref.alloc() : memref<4xbf16>
+// LOWERED: call @mprt_sgd_update
+// LOWERED: call @mprt_binary
+// LOWERED: extract_aligned_pointer_as_index %[[NEW]]
+// LOWERED: call @mprt_copy
+// LOWERED: memref.dealloc %[[NEW]]
+func.func @read_after_update(%w: tensor<4xf32> {tg.param = "w"}, %g: tensor<4xf32> {tg.input = "g"})
+    -> (tensor<f32> {tg.loss}, tensor<4xf32> {tg.update = "w"}, tensor<4xbf16> {tg.output = "sq"})
+    attributes {tg.train_step} {
+  %l = tg.reduce_sum %g axes = [0] : (tensor<4xf32>) -> tensor<f32>
+  %w1 = tg.sgd_update %w, %g {lr = 0.1 : f32} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %wb = tg.cast %w : tensor<4xf32> to tensor<4xbf16>
+  %sq = tg.mul %wb, %wb : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  return %l, %w1, %sq : tensor<f32>, tensor<4xf32>, tensor<4xbf16>
+}
+

@@ -15,6 +15,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -55,8 +56,10 @@ public:
 
   void runOnOperation() override {
     SmallVector<FunctionOpInterface> steps;
+    // A step that is called keeps its signature.
     getOperation().walk([&](FunctionOpInterface fn) {
-      if (isTrainStep(fn) && !fn.isExternal())
+      if (isTrainStep(fn) && !fn.isExternal() &&
+          SymbolTable::symbolKnownUseEmpty(fn, getOperation()))
         steps.push_back(fn);
     });
     for (FunctionOpInterface fn : steps)

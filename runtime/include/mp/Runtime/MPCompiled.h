@@ -91,10 +91,11 @@ extern "C" {
   X(tensor_stats, "in stats")                                                 \
   X(record_nonfinite, "op_id:i n:i status stats[n] out")                      \
   X(sgd_update, "lr:f momentum:f weight_decay:f nesterov:i has_momentum:i "   \
-                "has_skip:i param grad [momentum_buffer] [skip] new_param "   \
-                "[new_momentum_buffer]")                                      \
+                "has_skip:i has_copy:i param grad [momentum_buffer] [skip] "  \
+                "new_param [new_momentum_buffer] [copy]")                     \
   X(adam_update, "lr:f beta1:f beta2:f epsilon:f weight_decay:f has_skip:i "  \
-                 "param grad m v step [skip] new_param new_m new_v new_step")
+                 "has_copy:i param grad m v step [skip] new_param new_m "     \
+                 "new_v new_step [copy]")
 
 #define MPRT_DECLARE_ENTRY(name, fields) void mprt_##name(const int64_t *block);
 MPRT_ENTRY_POINTS(MPRT_DECLARE_ENTRY)

@@ -28,8 +28,10 @@
 extern "C" {
 #endif
 
-/* Bumped whenever a declaration below changes meaning or layout. */
-#define MP_RUNTIME_ABI_VERSION 1
+/* Bumped whenever a declaration below, or an entry point's fields
+ * (MPCompiled.h), changes meaning or layout. 2: the optimizer updates'
+ * has_copy field. */
+#define MP_RUNTIME_ABI_VERSION 2
 
 /* Element (storage or compute) types. Values are part of the ABI. */
 typedef enum mpElementType {

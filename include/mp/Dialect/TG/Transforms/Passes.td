@@ -451,7 +451,8 @@ def TGShadowWeights : Pass<"tg-shadow-weights", "::mlir::ModuleOp"> {
     ```
 
     Parameters that are not cast, are cast to more than one type, or have
-    no single update returned as theirs are left as they are. Run it last
+    no single update returned as theirs are left as they are, and so are
+    steps that are called (their signature stays). Run it last
     before lowering: after mixed precision, loss scaling and the layout and
     fusion passes.
   }];
