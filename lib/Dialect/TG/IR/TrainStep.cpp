@@ -60,7 +60,7 @@ readArguments(FunctionOpInterface fn,
         continue;
       if (arg)
         return fail("argument #" + Twine(i) + " has more than one role");
-      arg = StepArgument{role, name.getValue(), std::nullopt};
+      arg = StepArgument{role, name.getValue(), std::nullopt, std::nullopt};
     }
     if (arg && fn.getArgAttr(i, TGDialect::kInitAttr) &&
         arg->role != ArgRole::State && arg->role != ArgRole::Param)
