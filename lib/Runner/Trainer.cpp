@@ -108,12 +108,12 @@ llvm::Error Trainer::uploadPersistent() {
     if (a.shadowOf) {
       const HostTensor &param = buffers[*a.shadowOf];
       HostTensor &shadow = buffers[k];
+      const std::string &of = signature().arguments[*a.shadowOf].name;
       if (mpConvert(param.data(), param.type, shadow.data(), shadow.type,
                     param.numElements()) != MP_OK)
         return createStringError(std::errc::invalid_argument,
                                  "cannot round '%s' into its shadow '%s'",
-                                 signature().arguments[*a.shadowOf].name.c_str(),
-                                 a.name.c_str());
+                                 of.c_str(), a.name.c_str());
     }
   for (unsigned k = 0; k < signature().arguments.size(); ++k)
     if (isPersistent(k))
