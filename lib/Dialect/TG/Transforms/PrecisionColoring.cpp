@@ -57,6 +57,7 @@ enum class Rule : uint8_t {
   OutputLayerF32,
   NoFastPath,
   OutOfRange, // an operand holds a constant the low type cannot
+  LowIsland,  // `promoteIslands`
 };
 
 struct Node {
@@ -120,6 +121,10 @@ private:
   /// low type cannot hold (it would round to infinity).
   bool readsOutOfRange(PrecisionOpInterface op) const;
   void demoteOutputLayer();
+  /// Whether `v` (a data operand's source, casts looked through) is a
+  /// low-precision op's result, or a normalisation's data result fed by one.
+  bool isLowResult(Value v);
+  void promoteIslands();
 
   /// `t` with element type `element`, memoised: a step has few distinct
   /// tensor types, and uniquing one costs a hash and a lock.
@@ -392,13 +397,6 @@ void Colouring::colour() {
   // is low, as it would be after the convolutions themselves, instead of an
   // f32 island with a cast on each side. Nodes are in program order, so
   // chains of infer ops follow their first op.
-  auto normalisesLow = [&](Value v) {
-    auto r = dyn_cast<OpResult>(v);
-    std::optional<unsigned> f = r ? nodeOf(r.getOwner()) : std::nullopt;
-    return f && isStorageNeutralNorm(*f) &&
-           nodes[*f].op.isDataResult(r.getResultNumber()) &&
-           llvm::any_of(nodes[*f].fanin, [&](unsigned g) { return allow[g]; });
-  };
   for (unsigned i = 0; i < n; ++i) {
     if (allow[i] || deny[i] || !is(i, PrecisionClass::Infer))
       continue;
@@ -412,7 +410,7 @@ void Colouring::colour() {
       if (!f)
         continue;
       denied |= bool(deny[*f]);
-      if (!from && (allow[*f] || normalisesLow(src)))
+      if (!from && isLowResult(src))
         from = *f;
     }
     if (from && !denied) {
@@ -446,6 +444,7 @@ void Colouring::colour() {
   }
 
   demoteOutputLayer();
+  promoteIslands();
 
   for (unsigned i = 0; i < n; ++i) {
     if (allow[i])
@@ -521,6 +520,70 @@ void Colouring::demoteOutputLayer() {
       continue;
     allow[i] = 0;
     n.rule = Rule::OutputLayerF32;
+  }
+}
+
+bool Colouring::isLowResult(Value v) {
+  auto r = dyn_cast<OpResult>(v);
+  std::optional<unsigned> f = r ? nodeOf(r.getOwner()) : std::nullopt;
+  if (!f)
+    return false;
+  if (allow[*f])
+    return true;
+  return isStorageNeutralNorm(*f) &&
+         nodes[*f].op.isDataResult(r.getResultNumber()) &&
+         llvm::any_of(nodes[*f].fanin, [&](unsigned g) { return allow[g]; });
+}
+
+/// A constant, possibly broadcast or reshaped: a cast of it folds away.
+static bool isConstantLike(Value v) {
+  v = lookThroughCasts(v);
+  Operation *op = v.getDefiningOp();
+  while (op && isa<BroadcastToOp, ReshapeOp>(op)) {
+    v = lookThroughCasts(op->getOperand(0));
+    op = v.getDefiningOp();
+  }
+  return isa_and_nonnull<ConstantOp>(op);
+}
+
+/// An f32 island between low-precision values: an infer or clear op left in
+/// f32 whose data operands are low-precision results (or constants) and
+/// whose every user wants the low type would cost a cast on each side to
+/// compute what it computes in the low type with none. The phases miss it
+/// where its producer only becomes low in phase 5 (the broadcast before the
+/// scaling in a global average pool's gradient) or is a normalisation whose
+/// input only becomes low there (conv, relu, batch norm, residual add).
+/// Nodes are visited once, in program order.
+void Colouring::promoteIslands() {
+  for (auto [i, n] : llvm::enumerate(nodes)) {
+    if (allow[i] || deny[i] || n.override ||
+        (n.cls != PrecisionClass::Infer && n.cls != PrecisionClass::Clear))
+      continue;
+    bool lowOperand = false, operandsLow = true;
+    for (unsigned k = 0, e = n.op->getNumOperands(); k < e && operandsLow;
+         ++k) {
+      if (!isDataOperand(n, k))
+        continue;
+      Value src = lookThroughCasts(n.op->getOperand(k));
+      bool isLow = isLowResult(src);
+      lowOperand |= isLow;
+      operandsLow = isLow || isConstantLike(src);
+    }
+    if (!lowOperand || !operandsLow)
+      continue;
+    bool anyUser = false, usersLow = true;
+    for (OpResult r : n.op->getResults()) {
+      if (!isAmpFloat(r.getType()) || !n.op.isDataResult(r.getResultNumber()))
+        continue;
+      for (OpOperand &use : r.getUses()) {
+        anyUser = true;
+        usersLow &= wantOf(use) == Want::Low;
+      }
+    }
+    if (!anyUser || !usersLow)
+      continue;
+    allow[i] = 1;
+    n.rule = Rule::LowIsland;
   }
 }
 
@@ -761,6 +824,9 @@ std::string Colouring::renderRule(const Node &n) const {
     return "all users need f32 (output layer in f32)";
   case Rule::NoFastPath:
     return policy.getUnsupportedReason().str();
+  case Rule::LowIsland:
+    return "between low-precision values (in f32 it would need a cast on "
+           "each side)";
   case Rule::OutOfRange:
     return std::string("an operand holds a constant beyond ") +
            (low.isF16() ? "f16" : "bf16") +
