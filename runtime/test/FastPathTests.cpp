@@ -842,18 +842,25 @@ void testUpdates(std::mt19937_64 &rng) {
       fill(grad, rng, false);
       fill(buf, rng, false);
       mpTensor G = grad.tensor();
-      ok &= sameBits({&p, &buf}, [&] {
-        mpTensor P = p.tensor(), Bf = buf.tensor();
-        return mpSgdUpdate(&P, &G, &Bf, nullptr, 0.1f, 0.9f, 1e-4f, 1);
-      }, why);
-      ok &= sameBits({&p, &m, &v, &step}, [&] {
-        mpTensor P = p.tensor(), M = m.tensor(), V = v.tensor(),
-                 S = step.tensor();
-        return mpAdamUpdate(&P, &G, &M, &V, &S, nullptr, 1e-3f, 0.9f, 0.999f,
-                            1e-8f, 0.01f);
-      }, why);
+      // Each loop the fast path picks: plain, momentum, Nesterov momentum;
+      // with and without weight decay.
+      for (int variant = 0; variant < 3; ++variant)
+        for (float decay : {0.0f, 1e-4f})
+          ok &= sameBits({&p, &buf}, [&] {
+            mpTensor P = p.tensor(), Bf = buf.tensor();
+            return mpSgdUpdate(&P, &G, variant ? &Bf : nullptr, nullptr, 0.1f,
+                               variant ? 0.9f : 0.0f, decay, variant == 2);
+          }, why);
+      for (float decay : {0.0f, 0.01f})
+        ok &= sameBits({&p, &m, &v, &step}, [&] {
+          mpTensor P = p.tensor(), M = m.tensor(), V = v.tensor(),
+                   S = step.tensor();
+          return mpAdamUpdate(&P, &G, &M, &V, &S, nullptr, 1e-3f, 0.9f,
+                              0.999f, 1e-8f, decay);
+        }, why);
     }
-  check(ok, "sgd (momentum, nesterov, weight decay) and adam updates " + why);
+  check(ok, "sgd (plain, momentum, nesterov; with and without weight decay) "
+            "and adam (with and without) updates " + why);
 
   // The updates that also write a rounded copy of the new parameter: the
   // same parameter and state bits as without it, and a copy that is the

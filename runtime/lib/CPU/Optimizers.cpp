@@ -5,9 +5,11 @@
 // returns before anything is written, so a skipped step leaves parameters
 // and state bit-identical. Elements are independent: with the fast kernels
 // on, gradients are read in converted tiles and the elements are split
-// across threads, with the same arithmetic per element. The WithCopy forms
-// round each tile of the new parameter into the low-precision copy while it
-// is still in cache.
+// across threads, with the same arithmetic per element: each tile runs a
+// loop compiled for AVX-512, AVX2 or the baseline, with the branches on the
+// options outside it, so it vectorises (the square root too: this file is
+// built with -fno-math-errno). The WithCopy forms round each tile of the new
+// parameter into the low-precision copy while it is still in cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 
 #include "Elements.h"
 #include "Tiles.h"
+#include "Vector.h"
 
 #include <cmath>
 
@@ -38,12 +41,14 @@ static void writeCopy(const mpTensor *param, mpTensor *copy, int64_t i,
   storeF32(p + i, n, copy->data, copy->elementType, i);
 }
 
-/// Calls `update(i, g)` for every element i with its gradient g as f32,
-/// then writes the updated elements of `param` into `copy` (if any), a tile
-/// at a time.
-template <typename Update>
+/// Calls `update(i, g)` for every element i with its gradient g as f32
+/// (the reference loop), or, with the fast kernels on, `tile(i, g, len)` for
+/// every tile of `len` elements from i with their gradients in g; then
+/// writes the updated elements of `param` into `copy` (if any), a tile at a
+/// time.
+template <typename Update, typename Tile>
 static void forEachGradient(const mpTensor *grad, const mpTensor *param,
-                            mpTensor *copy, Update update) {
+                            mpTensor *copy, Update update, Tile tile) {
   int64_t n = mpNumElements(grad);
   if (!libraryKernelsEnabled() || !isTileType(grad->elementType)) {
     for (int64_t i = 0; i < n; ++i)
@@ -54,10 +59,72 @@ static void forEachGradient(const mpTensor *grad, const mpTensor *param,
   forEachTile(n, 8, [&](int64_t i, int64_t len) {
     float g[kTile];
     loadF32(grad->data, grad->elementType, i, len, g);
-    for (int64_t k = 0; k < len; ++k)
-      update(i + k, g[k]);
+    tile(i, g, len);
     writeCopy(param, copy, i, len);
   });
+}
+
+namespace {
+struct SgdOptions {
+  float lr, momentum, weightDecay;
+};
+/// Adam's per-step constants, computed once as the reference loop computes
+/// them per element (the same float operations on the same values).
+struct AdamOptions {
+  float decay; // 1 - lr * weightDecay
+  float beta1, oneMinusBeta1, beta2, oneMinusBeta2;
+  float c2Sqrt, epsilon, stepSize;
+};
+} // namespace
+
+// The tile loops, with the reference loops' arithmetic per element, each
+// compiled for AVX-512, AVX2 and the baseline (no FMA contraction in any:
+// -ffp-contract=off), so their bits are the reference loops'. The pointers
+// do not alias (a parameter, its state and a tile of gradients).
+#define MP_OPTIMIZER_LOOPS(SUFFIX, TARGET)                                     \
+  template <bool Momentum, bool Nesterov>                                      \
+  TARGET static void sgdTile##SUFFIX(float *__restrict p,                      \
+                                     float *__restrict b,                      \
+                                     const float *__restrict grad, int64_t n,  \
+                                     SgdOptions o) {                           \
+    for (int64_t k = 0; k < n; ++k) {                                          \
+      float g = grad[k] + o.weightDecay * p[k];                                \
+      if (Momentum) {                                                          \
+        b[k] = o.momentum * b[k] + g;                                          \
+        g = Nesterov ? g + o.momentum * b[k] : b[k];                           \
+      }                                                                        \
+      p[k] = p[k] - o.lr * g;                                                  \
+    }                                                                          \
+  }                                                                            \
+  template <bool WeightDecay>                                                  \
+  TARGET static void adamTile##SUFFIX(                                         \
+      float *__restrict p, float *__restrict m, float *__restrict v,           \
+      const float *__restrict g, int64_t n, AdamOptions o) {                   \
+    for (int64_t k = 0; k < n; ++k) {                                          \
+      if (WeightDecay)                                                         \
+        p[k] = p[k] * o.decay;                                                 \
+      m[k] = o.beta1 * m[k] + o.oneMinusBeta1 * g[k];                          \
+      v[k] = o.beta2 * v[k] + o.oneMinusBeta2 * g[k] * g[k];                   \
+      float denom = std::sqrt(v[k]) / o.c2Sqrt + o.epsilon;                    \
+      p[k] = p[k] - o.stepSize * (m[k] / denom);                               \
+    }                                                                          \
+  }
+#if MP_X86
+MP_OPTIMIZER_LOOPS(Avx512, __attribute__((target("avx512f"))))
+MP_OPTIMIZER_LOOPS(Avx2, __attribute__((target("avx2"))))
+#endif
+MP_OPTIMIZER_LOOPS(Base, )
+#undef MP_OPTIMIZER_LOOPS
+
+/// The variant of a tile loop for this CPU's vector instructions.
+template <typename Fn> static Fn tileLoop(Fn avx512, Fn avx2, Fn base) {
+#if MP_X86
+  return forIsa(avx512, avx2, base);
+#else
+  (void)avx512;
+  (void)avx2;
+  return base;
+#endif
 }
 
 /// A skipped step: nothing changes, and the copy is the parameter's.
@@ -93,14 +160,32 @@ extern "C" mpStatus mpSgdUpdateWithCopy(mpTensor *param, const mpTensor *grad,
   float *p = static_cast<float *>(param->data);
   float *b = momentumBuffer ? static_cast<float *>(momentumBuffer->data)
                             : nullptr;
-  forEachGradient(grad, param, copy, [&](int64_t i, float g) {
-    g = g + weightDecay * p[i];
-    if (b) {
-      b[i] = momentum * b[i] + g;
-      g = nesterov ? g + momentum * b[i] : b[i];
-    }
-    p[i] = p[i] - lr * g;
-  });
+  using SgdTile = void (*)(float *, float *, const float *, int64_t,
+                          SgdOptions);
+  SgdTile tile =
+      !b ? tileLoop<SgdTile>(sgdTileAvx512<false, false>,
+                             sgdTileAvx2<false, false>,
+                             sgdTileBase<false, false>)
+      : nesterov ? tileLoop<SgdTile>(sgdTileAvx512<true, true>,
+                                     sgdTileAvx2<true, true>,
+                                     sgdTileBase<true, true>)
+                 : tileLoop<SgdTile>(sgdTileAvx512<true, false>,
+                                     sgdTileAvx2<true, false>,
+                                     sgdTileBase<true, false>);
+  SgdOptions options{lr, momentum, weightDecay};
+  forEachGradient(
+      grad, param, copy,
+      [&](int64_t i, float g) {
+        g = g + weightDecay * p[i];
+        if (b) {
+          b[i] = momentum * b[i] + g;
+          g = nesterov ? g + momentum * b[i] : b[i];
+        }
+        p[i] = p[i] - lr * g;
+      },
+      [&](int64_t i, const float *g, int64_t len) {
+        tile(p + i, b ? b + i : nullptr, g, len, options);
+      });
   return MP_OK;
 }
 
@@ -137,13 +222,28 @@ extern "C" mpStatus mpAdamUpdateWithCopy(mpTensor *param, const mpTensor *grad,
   float *p = static_cast<float *>(param->data);
   float *m = static_cast<float *>(firstMoment->data);
   float *v = static_cast<float *>(secondMoment->data);
-  forEachGradient(grad, param, copy, [&](int64_t i, float g) {
-    if (weightDecay != 0)
-      p[i] = p[i] * (1 - lr * weightDecay);
-    m[i] = beta1 * m[i] + (1 - beta1) * g;
-    v[i] = beta2 * v[i] + (1 - beta2) * g * g;
-    float denom = std::sqrt(v[i]) / c2Sqrt + epsilon;
-    p[i] = p[i] - stepSize * (m[i] / denom);
-  });
+  using AdamTile = void (*)(float *, float *, float *, const float *,
+                           int64_t, AdamOptions);
+  AdamTile tile =
+      weightDecay != 0
+          ? tileLoop<AdamTile>(adamTileAvx512<true>, adamTileAvx2<true>,
+                               adamTileBase<true>)
+          : tileLoop<AdamTile>(adamTileAvx512<false>, adamTileAvx2<false>,
+                               adamTileBase<false>);
+  AdamOptions options{1 - lr * weightDecay, beta1,  1 - beta1, beta2,
+                      1 - beta2,            c2Sqrt, epsilon,   stepSize};
+  forEachGradient(
+      grad, param, copy,
+      [&](int64_t i, float g) {
+        if (weightDecay != 0)
+          p[i] = p[i] * (1 - lr * weightDecay);
+        m[i] = beta1 * m[i] + (1 - beta1) * g;
+        v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+        float denom = std::sqrt(v[i]) / c2Sqrt + epsilon;
+        p[i] = p[i] - stepSize * (m[i] / denom);
+      },
+      [&](int64_t i, const float *g, int64_t len) {
+        tile(p + i, m + i, v + i, g, len, options);
+      });
   return MP_OK;
 }
