@@ -261,23 +261,28 @@ inline bool updateArguments(const mpTensor *param, const mpTensor *grad,
 }
 
 /// The arguments of mpSgdUpdate: a momentum buffer exactly when momentum is
-/// non-zero.
+/// non-zero, apart from the parameter (the kernels update both in place
+/// and assume they do not overlap).
 inline bool sgdArguments(const mpTensor *param, const mpTensor *grad,
                          const mpTensor *momentumBuffer, const mpTensor *skip,
                          float momentum) {
   return updateArguments(param, grad, skip) &&
          (momentum != 0) == (momentumBuffer != nullptr) &&
-         (!momentumBuffer || isStateFor(momentumBuffer, param));
+         (!momentumBuffer || (isStateFor(momentumBuffer, param) &&
+                              momentumBuffer->data != param->data));
 }
 
-/// The arguments of mpAdamUpdate.
+/// The arguments of mpAdamUpdate: the parameter and its two moments are
+/// three buffers.
 inline bool adamArguments(const mpTensor *param, const mpTensor *grad,
                           const mpTensor *firstMoment,
                           const mpTensor *secondMoment, const mpTensor *step,
                           const mpTensor *skip) {
   return updateArguments(param, grad, skip) &&
          isStateFor(firstMoment, param) && isStateFor(secondMoment, param) &&
-         isScalar(step, MP_I64);
+         isScalar(step, MP_I64) && firstMoment->data != param->data &&
+         secondMoment->data != param->data &&
+         firstMoment->data != secondMoment->data;
 }
 
 /// The `copy` of mpSgdUpdateWithCopy and mpAdamUpdateWithCopy: absent, or

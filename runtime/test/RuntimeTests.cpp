@@ -373,6 +373,16 @@ void testLossScaling(std::mt19937_64 &rng) {
   mpAdamUpdate(&P, &G, &M, &V, &T, &K, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f);
   check(std::memcmp(p.data(), pm.data(), 256) != 0 && t == tm + 1,
         "an applied Adam step changes the parameters and counts the step");
+  // The kernels update a parameter and its state in place as separate
+  // buffers: the same buffer twice is refused.
+  check(mpSgdUpdate(&P, &G, &P, nullptr, 0.1f, 0.9f, 0, 0) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpAdamUpdate(&P, &G, &M, &M, &T, nullptr, 1e-3f, 0.9f, 0.999f,
+                         1e-8f, 0) == MP_ERROR_INVALID_ARGUMENT &&
+            mpAdamUpdate(&P, &G, &P, &V, &T, nullptr, 1e-3f, 0.9f, 0.999f,
+                         1e-8f, 0) == MP_ERROR_INVALID_ARGUMENT &&
+            t == tm + 1,
+        "updates whose parameter and state share a buffer are refused");
 
   // The scale update: overflow halves S and resets the counter; growth
   // after `interval` clean steps; S never becomes infinite.

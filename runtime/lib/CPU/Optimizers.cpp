@@ -83,8 +83,7 @@ struct AdamOptions {
 // do not alias (a parameter, its state and a tile of gradients).
 #define MP_OPTIMIZER_LOOPS(SUFFIX, TARGET)                                     \
   template <bool Momentum, bool Nesterov>                                      \
-  TARGET static void sgdTile##SUFFIX(float *__restrict p,                      \
-                                     float *__restrict b,                      \
+  TARGET static void sgdTile##SUFFIX(float *__restrict p, float *__restrict b, \
                                      const float *__restrict grad, int64_t n,  \
                                      SgdOptions o) {                           \
     for (int64_t k = 0; k < n; ++k) {                                          \
@@ -112,20 +111,13 @@ struct AdamOptions {
 #if MP_X86
 MP_OPTIMIZER_LOOPS(Avx512, __attribute__((target("avx512f"))))
 MP_OPTIMIZER_LOOPS(Avx2, __attribute__((target("avx2"))))
+#else
+// Elsewhere every variant is the baseline loop.
+MP_OPTIMIZER_LOOPS(Avx512, )
+MP_OPTIMIZER_LOOPS(Avx2, )
 #endif
 MP_OPTIMIZER_LOOPS(Base, )
 #undef MP_OPTIMIZER_LOOPS
-
-/// The variant of a tile loop for this CPU's vector instructions.
-template <typename Fn> static Fn tileLoop(Fn avx512, Fn avx2, Fn base) {
-#if MP_X86
-  return forIsa(avx512, avx2, base);
-#else
-  (void)avx512;
-  (void)avx2;
-  return base;
-#endif
-}
 
 /// A skipped step: nothing changes, and the copy is the parameter's.
 static mpStatus skipStep(const mpTensor *param, mpTensor *copy) {
@@ -139,9 +131,8 @@ static mpStatus skipStep(const mpTensor *param, mpTensor *copy) {
 }
 
 extern "C" mpStatus mpSgdUpdate(mpTensor *param, const mpTensor *grad,
-                                mpTensor *momentumBuffer,
-                                const mpTensor *skip, float lr,
-                                float momentum, float weightDecay,
+                                mpTensor *momentumBuffer, const mpTensor *skip,
+                                float lr, float momentum, float weightDecay,
                                 int32_t nesterov) {
   return mpSgdUpdateWithCopy(param, grad, momentumBuffer, skip, nullptr, lr,
                              momentum, weightDecay, nesterov);
@@ -158,20 +149,18 @@ extern "C" mpStatus mpSgdUpdateWithCopy(mpTensor *param, const mpTensor *grad,
   if (skipped(skip))
     return skipStep(param, copy);
   float *p = static_cast<float *>(param->data);
-  float *b = momentumBuffer ? static_cast<float *>(momentumBuffer->data)
-                            : nullptr;
-  using SgdTile = void (*)(float *, float *, const float *, int64_t,
-                          SgdOptions);
+  float *b =
+      momentumBuffer ? static_cast<float *>(momentumBuffer->data) : nullptr;
+  using SgdTile =
+      void (*)(float *, float *, const float *, int64_t, SgdOptions);
   SgdTile tile =
-      !b ? tileLoop<SgdTile>(sgdTileAvx512<false, false>,
-                             sgdTileAvx2<false, false>,
-                             sgdTileBase<false, false>)
-      : nesterov ? tileLoop<SgdTile>(sgdTileAvx512<true, true>,
-                                     sgdTileAvx2<true, true>,
-                                     sgdTileBase<true, true>)
-                 : tileLoop<SgdTile>(sgdTileAvx512<true, false>,
-                                     sgdTileAvx2<true, false>,
-                                     sgdTileBase<true, false>);
+      !b ? forIsa<SgdTile>(sgdTileAvx512<false, false>,
+                           sgdTileAvx2<false, false>, sgdTileBase<false, false>)
+      : nesterov
+          ? forIsa<SgdTile>(sgdTileAvx512<true, true>, sgdTileAvx2<true, true>,
+                            sgdTileBase<true, true>)
+          : forIsa<SgdTile>(sgdTileAvx512<true, false>,
+                            sgdTileAvx2<true, false>, sgdTileBase<true, false>);
   SgdOptions options{lr, momentum, weightDecay};
   forEachGradient(
       grad, param, copy,
@@ -190,10 +179,9 @@ extern "C" mpStatus mpSgdUpdateWithCopy(mpTensor *param, const mpTensor *grad,
 }
 
 extern "C" mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
-                                 mpTensor *firstMoment,
-                                 mpTensor *secondMoment, mpTensor *step,
-                                 const mpTensor *skip, float lr, float beta1,
-                                 float beta2, float epsilon,
+                                 mpTensor *firstMoment, mpTensor *secondMoment,
+                                 mpTensor *step, const mpTensor *skip, float lr,
+                                 float beta1, float beta2, float epsilon,
                                  float weightDecay) {
   return mpAdamUpdateWithCopy(param, grad, firstMoment, secondMoment, step,
                               skip, nullptr, lr, beta1, beta2, epsilon,
@@ -202,11 +190,10 @@ extern "C" mpStatus mpAdamUpdate(mpTensor *param, const mpTensor *grad,
 
 extern "C" mpStatus mpAdamUpdateWithCopy(mpTensor *param, const mpTensor *grad,
                                          mpTensor *firstMoment,
-                                         mpTensor *secondMoment,
-                                         mpTensor *step, const mpTensor *skip,
-                                         mpTensor *copy, float lr, float beta1,
-                                         float beta2, float epsilon,
-                                         float weightDecay) {
+                                         mpTensor *secondMoment, mpTensor *step,
+                                         const mpTensor *skip, mpTensor *copy,
+                                         float lr, float beta1, float beta2,
+                                         float epsilon, float weightDecay) {
   if (!adamArguments(param, grad, firstMoment, secondMoment, step, skip) ||
       !isCopyFor(copy, param))
     return MP_ERROR_INVALID_ARGUMENT;
@@ -215,23 +202,31 @@ extern "C" mpStatus mpAdamUpdateWithCopy(mpTensor *param, const mpTensor *grad,
   int64_t &t = *static_cast<int64_t *>(step->data);
   ++t;
   // Bias corrections in double, as PyTorch's step() computes them in Python.
-  double c1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t));
-  double c2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t));
+  double c1 =
+      1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(t));
+  double c2 =
+      1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(t));
   float stepSize = static_cast<float>(lr / c1);
   float c2Sqrt = static_cast<float>(std::sqrt(c2));
   float *p = static_cast<float *>(param->data);
   float *m = static_cast<float *>(firstMoment->data);
   float *v = static_cast<float *>(secondMoment->data);
-  using AdamTile = void (*)(float *, float *, float *, const float *,
-                           int64_t, AdamOptions);
+  using AdamTile =
+      void (*)(float *, float *, float *, const float *, int64_t, AdamOptions);
   AdamTile tile =
       weightDecay != 0
-          ? tileLoop<AdamTile>(adamTileAvx512<true>, adamTileAvx2<true>,
-                               adamTileBase<true>)
-          : tileLoop<AdamTile>(adamTileAvx512<false>, adamTileAvx2<false>,
-                               adamTileBase<false>);
-  AdamOptions options{1 - lr * weightDecay, beta1,  1 - beta1, beta2,
-                      1 - beta2,            c2Sqrt, epsilon,   stepSize};
+          ? forIsa<AdamTile>(adamTileAvx512<true>, adamTileAvx2<true>,
+                             adamTileBase<true>)
+          : forIsa<AdamTile>(adamTileAvx512<false>, adamTileAvx2<false>,
+                             adamTileBase<false>);
+  AdamOptions options{1 - lr * weightDecay,
+                      beta1,
+                      1 - beta1,
+                      beta2,
+                      1 - beta2,
+                      c2Sqrt,
+                      epsilon,
+                      stepSize};
   forEachGradient(
       grad, param, copy,
       [&](int64_t i, float g) {
