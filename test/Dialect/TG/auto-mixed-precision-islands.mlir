@@ -103,3 +103,45 @@ func.func @not_islands(%x: tensor<2x4x2x2xf32>, %f: tensor<4x4x1x1xf32>,
   %r2 = tg.relu_grad %n, %a : tensor<2x4x2x2xf32>
   return %r, %m, %r2 : tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>
 }
+
+// The broadcast straight after the matmul, without the reshape between them
+// (a producer with independent storage that could write f32 for an output
+// layer): islands are decided first, so the broadcast stays low for the
+// scaling it feeds.
+// CHECK-LABEL: func @broadcast_after_matmul
+// CHECK: %[[B:.*]] = tg.broadcast_to {{.*}} -> tensor<2x8x4xf16>
+// CHECK-NOT: tg.cast
+// CHECK: %[[M:.*]] = tg.mul %[[B]], %{{.*}} compute(f16) : (tensor<2x8x4xf16>, tensor<f16>) -> tensor<2x8x4xf16>
+// CHECK-NEXT: tg.relu_grad %[[M]], %{{.*}} compute(f16) : tensor<2x8x4xf16>
+func.func @broadcast_after_matmul(%x: tensor<2x8x3xf32>, %v: tensor<2x3x4xf32>,
+                                  %dy: tensor<8x6xf32>, %w: tensor<6x4xf32>)
+    -> tensor<2x8x4xf32> {
+  %c = tg.matmul %x, %v : (tensor<2x8x3xf32>, tensor<2x3x4xf32>) -> tensor<2x8x4xf32>
+  %a = tg.relu %c : tensor<2x8x4xf32>
+  %g = tg.matmul %dy, %w : (tensor<8x6xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  %b = tg.broadcast_to %g : (tensor<8x4xf32>) -> tensor<2x8x4xf32>
+  %q = tg.constant dense<5.000000e-01> : tensor<f32>
+  %m = tg.mul %b, %q : (tensor<2x8x4xf32>, tensor<f32>) -> tensor<2x8x4xf32>
+  %r = tg.relu_grad %m, %a : tensor<2x8x4xf32>
+  return %r : tensor<2x8x4xf32>
+}
+
+// A constant that would underflow in f16 (below its smallest normal number,
+// 2^-14) keeps the op in f32: rounded, the scale would lose its precision
+// or become zero.
+// CHECK-LABEL: func @constant_below_f16
+// CHECK: tg.mul %{{.*}}, %{{.*}} : (tensor<2x8x4xf32>, tensor<f32>) -> tensor<2x8x4xf32>
+// REPORT: "name": "tiny.scale",
+// REPORT: "precision": "f32",
+func.func @constant_below_f16(%x: tensor<2x8x3xf32>, %v: tensor<2x3x4xf32>,
+                              %dy: tensor<8x6xf32>, %w: tensor<6x4xf32>)
+    -> tensor<2x8x4xf32> {
+  %c = tg.matmul %x, %v : (tensor<2x8x3xf32>, tensor<2x3x4xf32>) -> tensor<2x8x4xf32>
+  %a = tg.relu %c : tensor<2x8x4xf32>
+  %g = tg.matmul %dy, %w : (tensor<8x6xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  %b = tg.broadcast_to %g : (tensor<8x4xf32>) -> tensor<2x8x4xf32>
+  %q = tg.constant dense<1.000000e-06> : tensor<f32>
+  %m = tg.mul %b, %q : (tensor<2x8x4xf32>, tensor<f32>) -> tensor<2x8x4xf32> loc("tiny.scale")
+  %r = tg.relu_grad %m, %a : tensor<2x8x4xf32>
+  return %r : tensor<2x8x4xf32>
+}

@@ -443,8 +443,10 @@ void Colouring::colour() {
     setRule(i, Rule::ClearNextTo, r);
   }
 
-  demoteOutputLayer();
+  // Islands first: a producer that feeds only an island is then not taken
+  // for an output layer.
   promoteIslands();
+  demoteOutputLayer();
 
   for (unsigned i = 0; i < n; ++i) {
     if (allow[i])
@@ -535,15 +537,24 @@ bool Colouring::isLowResult(Value v) {
          llvm::any_of(nodes[*f].fanin, [&](unsigned g) { return allow[g]; });
 }
 
-/// A constant, possibly broadcast or reshaped: a cast of it folds away.
-static bool isConstantLike(Value v) {
-  v = lookThroughCasts(v);
-  Operation *op = v.getDefiningOp();
-  while (op && isa<BroadcastToOp, ReshapeOp>(op)) {
-    v = lookThroughCasts(op->getOperand(0));
-    op = v.getDefiningOp();
-  }
-  return isa_and_nonnull<ConstantOp>(op);
+/// A constant that the low type holds without overflow or underflow: each
+/// element zero or a normal number of the low type's range. A cast of it
+/// folds into a converted constant.
+static bool isLowConstant(Value v, FloatType low) {
+  auto c = lookThroughCasts(v).getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
+  if (!dense || (!dense.isSplat() && dense.getNumElements() > (1 << 20)))
+    return false;
+  const llvm::fltSemantics &sem = low.getFloatSemantics();
+  double largest = APFloat::getLargest(sem).convertToDouble();
+  double smallest = APFloat::getSmallestNormalized(sem).convertToDouble();
+  auto fits = [&](const APFloat &x) {
+    double a = std::fabs(x.convertToDouble());
+    return a == 0 || (a >= smallest && a <= largest);
+  };
+  if (dense.isSplat())
+    return fits(dense.getSplatValue<APFloat>());
+  return llvm::all_of(dense.getValues<APFloat>(), fits);
 }
 
 /// An f32 island between low-precision values: an infer or clear op left in
@@ -553,7 +564,8 @@ static bool isConstantLike(Value v) {
 /// where its producer only becomes low in phase 5 (the broadcast before the
 /// scaling in a global average pool's gradient) or is a normalisation whose
 /// input only becomes low there (conv, relu, batch norm, residual add).
-/// Nodes are visited once, in program order.
+/// Nodes are visited once, in program order: two such ops in a row are
+/// each waiting for the other, and stay f32.
 void Colouring::promoteIslands() {
   for (auto [i, n] : llvm::enumerate(nodes)) {
     if (allow[i] || deny[i] || n.override ||
@@ -567,7 +579,7 @@ void Colouring::promoteIslands() {
       Value src = lookThroughCasts(n.op->getOperand(k));
       bool isLow = isLowResult(src);
       lowOperand |= isLow;
-      operandsLow = isLow || isConstantLike(src);
+      operandsLow = isLow || isLowConstant(src, low);
     }
     if (!lowOperand || !operandsLow)
       continue;
