@@ -1,7 +1,8 @@
 //===- cpu_bench.h - helpers of the CPU runtime benchmarks ------*- C++ -*-===//
 //
 // What the benchmarks that call the runtime library directly share: a tensor
-// with its own bytes, a clock, and a check that stops on a failed call.
+// with its own bytes, a clock, a check that stops on a failed call, and ResNet-50's parameter
+// shapes.
 // Header-only, so each benchmark stays one g++ command.
 //
 //===----------------------------------------------------------------------===//
@@ -52,6 +53,35 @@ inline void check(const char *tool, mpStatus s) {
     std::fprintf(stderr, "%s: a runtime call failed (%d)\n", tool, s);
     std::exit(1);
   }
+}
+
+/// The parameter shapes of torchvision's resnet50(num_classes=10), 161
+/// tensors of 23.5M elements: the stem, four stages of bottlenecks (1x1,
+/// 3x3, 1x1 convolutions, a projection in each stage's first block), a
+/// batch norm after every convolution, the classifier.
+inline std::vector<std::vector<int64_t>> resnet50ParameterShapes() {
+  std::vector<std::vector<int64_t>> shapes;
+  auto conv = [&](int64_t out, int64_t in, int64_t k) {
+    shapes.push_back({out, in, k, k});
+    shapes.push_back({out});
+    shapes.push_back({out});
+  };
+  conv(64, 3, 7);
+  int64_t in = 64;
+  const int64_t widths[] = {64, 128, 256, 512}, blocks[] = {3, 4, 6, 3};
+  for (int s = 0; s < 4; ++s)
+    for (int64_t b = 0; b < blocks[s]; ++b) {
+      int64_t w = widths[s];
+      conv(w, in, 1);
+      conv(w, w, 3);
+      conv(4 * w, w, 1);
+      if (b == 0)
+        conv(4 * w, in, 1);
+      in = 4 * w;
+    }
+  shapes.push_back({10, 2048});
+  shapes.push_back({10});
+  return shapes;
 }
 
 } // namespace bench

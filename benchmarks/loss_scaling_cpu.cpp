@@ -28,37 +28,8 @@ using bench::nowMs;
 
 static void check(mpStatus s) { bench::check("loss_scaling_cpu", s); }
 
-/// The parameter shapes of torchvision's resnet50(num_classes=10): the stem,
-/// four stages of bottlenecks (1x1, 3x3, 1x1 convolutions, a projection in
-/// each stage's first block), a batch norm after every convolution, the
-/// classifier.
-static std::vector<std::vector<int64_t>> resnet50Shapes() {
-  std::vector<std::vector<int64_t>> shapes;
-  auto conv = [&](int64_t out, int64_t in, int64_t k) {
-    shapes.push_back({out, in, k, k});
-    shapes.push_back({out});
-    shapes.push_back({out});
-  };
-  conv(64, 3, 7);
-  int64_t in = 64;
-  const int64_t widths[] = {64, 128, 256, 512}, blocks[] = {3, 4, 6, 3};
-  for (int s = 0; s < 4; ++s)
-    for (int64_t b = 0; b < blocks[s]; ++b) {
-      int64_t w = widths[s];
-      conv(w, in, 1);
-      conv(w, w, 3);
-      conv(4 * w, w, 1);
-      if (b == 0)
-        conv(4 * w, in, 1);
-      in = 4 * w;
-    }
-  shapes.push_back({10, 2048});
-  shapes.push_back({10});
-  return shapes;
-}
-
 int main() {
-  std::vector<std::vector<int64_t>> shapes = resnet50Shapes();
+  std::vector<std::vector<int64_t>> shapes = bench::resnet50ParameterShapes();
   int64_t total = 0;
   for (const auto &s : shapes) {
     int64_t n = 1;

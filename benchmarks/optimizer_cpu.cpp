@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,33 +32,8 @@ using bench::nowMs;
 
 static void check(mpStatus s) { bench::check("optimizer_cpu", s); }
 
-static std::vector<std::vector<int64_t>> resnet50Shapes() {
-  std::vector<std::vector<int64_t>> shapes;
-  auto conv = [&](int64_t out, int64_t in, int64_t k) {
-    shapes.push_back({out, in, k, k});
-    shapes.push_back({out});
-    shapes.push_back({out});
-  };
-  conv(64, 3, 7);
-  int64_t in = 64;
-  const int64_t widths[] = {64, 128, 256, 512}, blocks[] = {3, 4, 6, 3};
-  for (int s = 0; s < 4; ++s)
-    for (int64_t b = 0; b < blocks[s]; ++b) {
-      int64_t w = widths[s];
-      conv(w, in, 1);
-      conv(w, w, 3);
-      conv(4 * w, w, 1);
-      if (b == 0)
-        conv(4 * w, in, 1);
-      in = 4 * w;
-    }
-  shapes.push_back({10, 2048});
-  shapes.push_back({10});
-  return shapes;
-}
-
 int main() {
-  std::vector<std::vector<int64_t>> shapes = resnet50Shapes();
+  std::vector<std::vector<int64_t>> shapes = bench::resnet50ParameterShapes();
   std::vector<std::unique_ptr<Buffer>> p, g, m, v, c;
   Buffer step(MP_I64, {});
   for (const auto &s : shapes) {
@@ -81,39 +57,31 @@ int main() {
     check(mpConvert(p[i]->t.data, MP_F32, c[i]->t.data, MP_BF16,
                     mpNumElements(&p[i]->t)));
   };
-  const char *names[] = {"sgd",  "sgd + copy", "sgd, convert",
-                         "adam", "adam + copy", "convert"};
-  double best[6];
-  std::fill(best, best + 6, 1e30);
-  for (int round = 0; round < 14; ++round) {
-    double t[7];
-    t[0] = nowMs();
-    for (size_t i = 0; i < n; ++i)
-      sgd(i, nullptr);
-    t[1] = nowMs();
-    for (size_t i = 0; i < n; ++i)
-      sgd(i, &c[i]->t);
-    t[2] = nowMs();
-    for (size_t i = 0; i < n; ++i) {
-      sgd(i, nullptr);
-      convert(i);
+  // Each variant: a name and what it does to parameter i.
+  const std::vector<std::pair<const char *, std::function<void(size_t)>>>
+      variants = {
+          {"sgd", [&](size_t i) { sgd(i, nullptr); }},
+          {"sgd + copy", [&](size_t i) { sgd(i, &c[i]->t); }},
+          {"sgd, convert",
+           [&](size_t i) {
+             sgd(i, nullptr);
+             convert(i);
+           }},
+          {"adam", [&](size_t i) { adam(i, nullptr); }},
+          {"adam + copy", [&](size_t i) { adam(i, &c[i]->t); }},
+          {"convert", convert},
+      };
+  std::vector<double> best(variants.size(), 1e30);
+  for (int round = 0; round < 14; ++round)
+    for (size_t k = 0; k < variants.size(); ++k) {
+      double t0 = nowMs();
+      for (size_t i = 0; i < n; ++i)
+        variants[k].second(i);
+      if (round >= 2)
+        best[k] = std::min(best[k], nowMs() - t0);
     }
-    t[3] = nowMs();
-    for (size_t i = 0; i < n; ++i)
-      adam(i, nullptr);
-    t[4] = nowMs();
-    for (size_t i = 0; i < n; ++i)
-      adam(i, &c[i]->t);
-    t[5] = nowMs();
-    for (size_t i = 0; i < n; ++i)
-      convert(i);
-    t[6] = nowMs();
-    if (round >= 2)
-      for (int k = 0; k < 6; ++k)
-        best[k] = std::min(best[k], t[k + 1] - t[k]);
-  }
   std::printf("ResNet-50 parameters (%zu tensors), f32 gradients; ms\n", n);
-  for (int k = 0; k < 6; ++k)
-    std::printf("%-13s %8.2f\n", names[k], best[k]);
+  for (size_t k = 0; k < variants.size(); ++k)
+    std::printf("%-13s %8.2f\n", variants[k].first, best[k]);
   return 0;
 }
