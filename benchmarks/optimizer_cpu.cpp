@@ -49,9 +49,9 @@ int main() {
                               1e-3f, 0.9f, 1e-4f, 0));
   };
   auto adam = [&](size_t i, mpTensor *copy) {
-    check(mpAdamUpdateWithCopy(&p[i]->t, &g[i]->t, &m[i]->t, &v[i]->t,
-                               &step.t, nullptr, copy, 1e-3f, 0.9f, 0.999f,
-                               1e-8f, 1e-2f));
+    check(mpAdamUpdateWithCopy(&p[i]->t, &g[i]->t, &m[i]->t, &v[i]->t, &step.t,
+                               nullptr, copy, 1e-3f, 0.9f, 0.999f, 1e-8f,
+                               1e-2f));
   };
   auto convert = [&](size_t i) {
     check(mpConvert(p[i]->t.data, MP_F32, c[i]->t.data, MP_BF16,
