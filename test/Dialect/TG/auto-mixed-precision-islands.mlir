@@ -81,16 +81,21 @@ func.func @relu_before_batch_norm(%x: tensor<2x4x8x8xf32>, %f1: tensor<4x4x3x3xf
 // CHECK-LABEL: func @not_islands
 // CHECK: %[[M:.*]] = tg.mul %{{.*}}, %{{.*}} : (tensor<2x4x2x2xf32>, tensor<f32>) -> tensor<2x4x2x2xf32>
 // CHECK: %[[N:.*]] = tg.mul %{{.*}}, %{{.*}} : (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> tensor<2x4x2x2xf32>
+// CHECK: tg.mul %{{.*}}, %{{.*}} : (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> tensor<2x4x2x2xf32>
 // REPORT: "name": "returned.scale",
 // REPORT: "precision": "f32",
-// REPORT: "rule": "infer op with no low-precision producer"
+// REPORT: "rule": "low-precision inputs, but a user needs f32 (a cast either way)"
 // REPORT: "name": "argument.scale",
 // REPORT: "precision": "f32",
-// REPORT: "rule": "infer op with no low-precision producer"
+// REPORT: "rule": "low-precision and f32 inputs (a cast either way)"
+// REPORT: "name": "argument.first",
+// REPORT: "precision": "f32",
+// REPORT: "rule": "low-precision and f32 inputs (a cast either way)"
 func.func @not_islands(%x: tensor<2x4x2x2xf32>, %f: tensor<4x4x1x1xf32>,
                        %dy: tensor<2x8xf32>, %w: tensor<8x4xf32>,
                        %s: tensor<2x4x2x2xf32>)
-    -> (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) {
+    -> (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>,
+        tensor<2x4x2x2xf32>) {
   %c = tg.conv2d %x, %f strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x2x2xf32>, tensor<4x4x1x1xf32>) -> tensor<2x4x2x2xf32>
   %a = tg.relu %c : tensor<2x4x2x2xf32>
   %g = tg.matmul %dy, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
@@ -101,7 +106,9 @@ func.func @not_islands(%x: tensor<2x4x2x2xf32>, %f: tensor<4x4x1x1xf32>,
   %r = tg.relu_grad %m, %a : tensor<2x4x2x2xf32>
   %n = tg.mul %b, %s : (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> tensor<2x4x2x2xf32> loc("argument.scale")
   %r2 = tg.relu_grad %n, %a : tensor<2x4x2x2xf32>
-  return %r, %m, %r2 : tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>
+  %n2 = tg.mul %s, %b : (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> tensor<2x4x2x2xf32> loc("argument.first")
+  %r3 = tg.relu_grad %n2, %a : tensor<2x4x2x2xf32>
+  return %r, %m, %r2, %r3 : tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>
 }
 
 // The broadcast straight after the matmul, without the reshape between them

@@ -58,6 +58,11 @@ enum class Rule : uint8_t {
   NoFastPath,
   OutOfRange, // an operand holds a constant the low type cannot
   LowIsland,  // `promoteIslands`
+  // Left in f32 by `promoteIslands`, which finds low-precision operands the
+  // phases did not see (the rule they gave, "no low-precision producer",
+  // would misreport it):
+  F32User,     // every data operand low, but a user needs f32
+  MixedInputs, // some data operands low, some f32
 };
 
 struct Node {
@@ -572,17 +577,25 @@ void Colouring::promoteIslands() {
         (n.cls != PrecisionClass::Infer && n.cls != PrecisionClass::Clear))
       continue;
     bool lowOperand = false, operandsLow = true;
-    for (unsigned k = 0, e = n.op->getNumOperands(); k < e && operandsLow;
-         ++k) {
+    for (unsigned k = 0, e = n.op->getNumOperands(); k < e; ++k) {
       if (!isDataOperand(n, k))
         continue;
       Value src = lookThroughCasts(n.op->getOperand(k));
       bool isLow = isLowResult(src);
       lowOperand |= isLow;
-      operandsLow = isLow || isLowConstant(src, low);
+      operandsLow &= isLow || isLowConstant(src, low);
     }
-    if (!lowOperand || !operandsLow)
+    if (!lowOperand)
       continue;
+    // Either way a cast remains on one side, and f32 is the more accurate
+    // place for it. The report says so, where the phases would say "no
+    // low-precision producer" (or neighbour), true when they looked.
+    bool unexplained = n.rule == Rule::None;
+    if (!operandsLow) {
+      if (unexplained)
+        n.rule = Rule::MixedInputs;
+      continue;
+    }
     bool anyUser = false, usersLow = true;
     for (OpResult r : n.op->getResults()) {
       if (!isAmpFloat(r.getType()) || !n.op.isDataResult(r.getResultNumber()))
@@ -592,8 +605,11 @@ void Colouring::promoteIslands() {
         usersLow &= wantOf(use) == Want::Low;
       }
     }
-    if (!anyUser || !usersLow)
+    if (!anyUser || !usersLow) {
+      if (unexplained && anyUser)
+        n.rule = Rule::F32User;
       continue;
+    }
     allow[i] = 1;
     n.rule = Rule::LowIsland;
   }
@@ -839,6 +855,10 @@ std::string Colouring::renderRule(const Node &n) const {
   case Rule::LowIsland:
     return "between low-precision values (in f32 it would need a cast on "
            "each side)";
+  case Rule::F32User:
+    return "low-precision inputs, but a user needs f32 (a cast either way)";
+  case Rule::MixedInputs:
+    return "low-precision and f32 inputs (a cast either way)";
   case Rule::OutOfRange:
     return std::string("an operand holds a constant beyond ") +
            (low.isF16() ? "f16" : "bf16") +
