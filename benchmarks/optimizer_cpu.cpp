@@ -3,9 +3,9 @@
 // mpSgdUpdate (momentum 0.9, weight decay 1e-4) and mpAdamUpdate (AdamW,
 // weight decay 0.01) over ResNet-50's 161 parameters (23.5M elements) with
 // f32 gradients, each alone, with the bf16 copy that weight shadows keep
-// (mpSgdUpdateWithCopy, mpAdamUpdateWithCopy), and, for SGD, followed by a
-// separate mpConvert of each parameter (what the step did before shadows);
-// mpConvert alone last. The variants alternate in one process, 14 rounds;
+// (mpSgdUpdateWithCopy, mpAdamUpdateWithCopy), and, for SGD, with bf16
+// gradients (an AMP-bf16 step's) and followed by a separate mpConvert of
+// each parameter (what the step did before shadows); mpConvert alone last. The variants alternate in one process, 14 rounds;
 // each entry is the minimum of the last 12, in ms. SGD with momentum moves
 // 20 bytes per element, Adam 28: their memory floors at the machine's
 // bandwidth. Build against the runtime library of a Release build:
@@ -34,11 +34,12 @@ static void check(mpStatus s) { bench::check("optimizer_cpu", s); }
 
 int main() {
   std::vector<std::vector<int64_t>> shapes = bench::resnet50ParameterShapes();
-  std::vector<std::unique_ptr<Buffer>> p, g, m, v, c;
+  std::vector<std::unique_ptr<Buffer>> p, g, gb, m, v, c;
   Buffer step(MP_I64, {});
   for (const auto &s : shapes) {
     p.push_back(std::make_unique<Buffer>(MP_F32, s));
     g.push_back(std::make_unique<Buffer>(MP_F32, s));
+    gb.push_back(std::make_unique<Buffer>(MP_BF16, s));
     m.push_back(std::make_unique<Buffer>(MP_F32, s));
     v.push_back(std::make_unique<Buffer>(MP_F32, s));
     c.push_back(std::make_unique<Buffer>(MP_BF16, s));
@@ -46,6 +47,10 @@ int main() {
   size_t n = shapes.size();
   auto sgd = [&](size_t i, mpTensor *copy) {
     check(mpSgdUpdateWithCopy(&p[i]->t, &g[i]->t, &m[i]->t, nullptr, copy,
+                              1e-3f, 0.9f, 1e-4f, 0));
+  };
+  auto sgdBf16 = [&](size_t i, mpTensor *copy) {
+    check(mpSgdUpdateWithCopy(&p[i]->t, &gb[i]->t, &m[i]->t, nullptr, copy,
                               1e-3f, 0.9f, 1e-4f, 0));
   };
   auto adam = [&](size_t i, mpTensor *copy) {
@@ -62,6 +67,8 @@ int main() {
       variants = {
           {"sgd", [&](size_t i) { sgd(i, nullptr); }},
           {"sgd + copy", [&](size_t i) { sgd(i, &c[i]->t); }},
+          {"sgd, bf16 grads", [&](size_t i) { sgdBf16(i, nullptr); }},
+          {"sgd + copy, bf16 grads", [&](size_t i) { sgdBf16(i, &c[i]->t); }},
           {"sgd, convert",
            [&](size_t i) {
              sgd(i, nullptr);
@@ -80,8 +87,8 @@ int main() {
       if (round >= 2)
         best[k] = std::min(best[k], nowMs() - t0);
     }
-  std::printf("ResNet-50 parameters (%zu tensors), f32 gradients; ms\n", n);
+  std::printf("ResNet-50 parameters (%zu tensors); ms\n", n);
   for (size_t k = 0; k < variants.size(); ++k)
-    std::printf("%-13s %8.2f\n", variants[k].first, best[k]);
+    std::printf("%-22s %8.2f\n", variants[k].first, best[k]);
   return 0;
 }
