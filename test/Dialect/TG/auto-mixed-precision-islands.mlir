@@ -76,20 +76,27 @@ func.func @relu_before_batch_norm(%x: tensor<2x4x8x8xf32>, %f1: tensor<4x4x3x3xf
 }
 
 // Not islands: the same scaling whose result is also returned (a user wants
-// f32), and one whose other operand is an f32 argument (it would need a cast
-// of its own). Both stay f32.
+// f32), and two whose other operand is an f32 argument (it would need a cast
+// of its own), that argument second or first. All three stay f32, and the
+// report says why (not "no low-precision producer": the broadcast is low).
 // CHECK-LABEL: func @not_islands
 // CHECK: %[[M:.*]] = tg.mul %{{.*}}, %{{.*}} : (tensor<2x4x2x2xf32>, tensor<f32>) -> tensor<2x4x2x2xf32>
 // CHECK: %[[N:.*]] = tg.mul %{{.*}}, %{{.*}} : (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> tensor<2x4x2x2xf32>
 // CHECK: tg.mul %{{.*}}, %{{.*}} : (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> tensor<2x4x2x2xf32>
 // REPORT: "name": "returned.scale",
+// REPORT-NOT: "name":
 // REPORT: "precision": "f32",
+// REPORT-NOT: "name":
 // REPORT: "rule": "low-precision inputs, but a user needs f32 (a cast either way)"
 // REPORT: "name": "argument.scale",
+// REPORT-NOT: "name":
 // REPORT: "precision": "f32",
+// REPORT-NOT: "name":
 // REPORT: "rule": "low-precision and f32 inputs (a cast either way)"
 // REPORT: "name": "argument.first",
+// REPORT-NOT: "name":
 // REPORT: "precision": "f32",
+// REPORT-NOT: "name":
 // REPORT: "rule": "low-precision and f32 inputs (a cast either way)"
 func.func @not_islands(%x: tensor<2x4x2x2xf32>, %f: tensor<4x4x1x1xf32>,
                        %dy: tensor<2x8xf32>, %w: tensor<8x4xf32>,
@@ -109,6 +116,31 @@ func.func @not_islands(%x: tensor<2x4x2x2xf32>, %f: tensor<4x4x1x1xf32>,
   %n2 = tg.mul %s, %b : (tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> tensor<2x4x2x2xf32> loc("argument.first")
   %r3 = tg.relu_grad %n2, %a : tensor<2x4x2x2xf32>
   return %r, %m, %r2, %r3 : tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>
+}
+
+// A producer the output layer demotes: the broadcast after the matmul feeds
+// only an f32 product, so it computes in f32 (the matmul writes f32), and the
+// product's inputs are all f32 in the end: no low-precision producer.
+// CHECK-LABEL: func @demoted_producer
+// CHECK: tg.matmul {{.*}} -> tensor<8x4xf32>
+// CHECK-NEXT: tg.broadcast_to {{.*}} -> tensor<2x8x4xf32>
+// CHECK-NEXT: tg.mul {{.*}} -> tensor<2x8x4xf32>
+// REPORT: "name": "demoted.broadcast",
+// REPORT-NOT: "name":
+// REPORT: "precision": "f32",
+// REPORT-NOT: "name":
+// REPORT: "rule": "all users need f32 (output layer in f32)"
+// REPORT: "name": "demoted.scale",
+// REPORT-NOT: "name":
+// REPORT: "precision": "f32",
+// REPORT-NOT: "name":
+// REPORT: "rule": "infer op with no low-precision producer"
+func.func @demoted_producer(%dy: tensor<8x6xf32>, %w: tensor<6x4xf32>,
+                            %s: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %g = tg.matmul %dy, %w : (tensor<8x6xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  %b = tg.broadcast_to %g : (tensor<8x4xf32>) -> tensor<2x8x4xf32> loc("demoted.broadcast")
+  %m = tg.mul %b, %s : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32> loc("demoted.scale")
+  return %m : tensor<2x8x4xf32>
 }
 
 // The broadcast straight after the matmul, without the reshape between them

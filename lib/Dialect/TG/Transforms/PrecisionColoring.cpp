@@ -27,6 +27,8 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
+#include <optional>
+#include <utility>
 
 using namespace mlir;
 using namespace mp::tg;
@@ -58,9 +60,8 @@ enum class Rule : uint8_t {
   NoFastPath,
   OutOfRange, // an operand holds a constant the low type cannot
   LowIsland,  // `promoteIslands`
-  // Left in f32 by `promoteIslands`, which finds low-precision operands the
-  // phases did not see (the rule they gave, "no low-precision producer",
-  // would misreport it):
+  // An infer or clear op left in f32 although it reads a low-precision
+  // result (`lowInputsKeptF32`):
   F32User,     // every data operand low, but a user needs f32
   MixedInputs, // some data operands low, some f32
 };
@@ -129,7 +130,11 @@ private:
   /// Whether `v` (a data operand's source, casts looked through) is a
   /// low-precision op's result, or a normalisation's data result fed by one.
   bool isLowResult(Value v);
+  /// Whether any data operand of node i is a low-precision result, and
+  /// whether every one is (or a constant the low type holds).
+  std::pair<bool, bool> lowOperands(unsigned i);
   void promoteIslands();
+  std::optional<Rule> lowInputsKeptF32(unsigned i);
 
   /// `t` with element type `element`, memoised: a step has few distinct
   /// tensor types, and uniquing one costs a hash and a lock.
@@ -454,16 +459,19 @@ void Colouring::colour() {
   demoteOutputLayer();
 
   for (unsigned i = 0; i < n; ++i) {
-    if (allow[i])
-      continue;
-    if (is(i, PrecisionClass::Clear)) {
-      setRule(i, Rule::ClearNoNeighbour);
-      continue;
-    }
-    if (!is(i, PrecisionClass::Infer))
+    if (allow[i] ||
+        (!is(i, PrecisionClass::Clear) && !is(i, PrecisionClass::Infer)))
       continue;
     auto d = llvm::find_if(nodes[i].fanin, [&](unsigned f) { return deny[f]; });
-    if (d != nodes[i].fanin.end())
+    bool fedByF32 = is(i, PrecisionClass::Infer) && d != nodes[i].fanin.end();
+    std::optional<Rule> lowInputs;
+    if (!fedByF32 && nodes[i].rule == Rule::None)
+      lowInputs = lowInputsKeptF32(i);
+    if (lowInputs)
+      setRule(i, *lowInputs);
+    else if (is(i, PrecisionClass::Clear))
+      setRule(i, Rule::ClearNoNeighbour);
+    else if (fedByF32)
       setRule(i, Rule::InferFedByF32, *d);
     else
       setRule(i, Rule::InferNoLowProducer);
@@ -576,26 +584,9 @@ void Colouring::promoteIslands() {
     if (allow[i] || deny[i] || n.override ||
         (n.cls != PrecisionClass::Infer && n.cls != PrecisionClass::Clear))
       continue;
-    bool lowOperand = false, operandsLow = true;
-    for (unsigned k = 0, e = n.op->getNumOperands(); k < e; ++k) {
-      if (!isDataOperand(n, k))
-        continue;
-      Value src = lookThroughCasts(n.op->getOperand(k));
-      bool isLow = isLowResult(src);
-      lowOperand |= isLow;
-      operandsLow &= isLow || isLowConstant(src, low);
-    }
-    if (!lowOperand)
+    auto [lowOperand, operandsLow] = lowOperands(i);
+    if (!lowOperand || !operandsLow)
       continue;
-    // Either way a cast remains on one side, and f32 is the more accurate
-    // place for it. The report says so, where the phases would say "no
-    // low-precision producer" (or neighbour), true when they looked.
-    bool unexplained = n.rule == Rule::None;
-    if (!operandsLow) {
-      if (unexplained)
-        n.rule = Rule::MixedInputs;
-      continue;
-    }
     bool anyUser = false, usersLow = true;
     for (OpResult r : n.op->getResults()) {
       if (!isAmpFloat(r.getType()) || !n.op.isDataResult(r.getResultNumber()))
@@ -605,14 +596,46 @@ void Colouring::promoteIslands() {
         usersLow &= wantOf(use) == Want::Low;
       }
     }
-    if (!anyUser || !usersLow) {
-      if (unexplained && anyUser)
-        n.rule = Rule::F32User;
+    if (!anyUser || !usersLow)
       continue;
-    }
     allow[i] = 1;
     n.rule = Rule::LowIsland;
   }
+}
+
+std::pair<bool, bool> Colouring::lowOperands(unsigned i) {
+  Node &n = nodes[i];
+  bool lowOperand = false, operandsLow = true;
+  for (unsigned k = 0, e = n.op->getNumOperands(); k < e; ++k) {
+    if (!isDataOperand(n, k))
+      continue;
+    Value src = lookThroughCasts(n.op->getOperand(k));
+    bool isLow = isLowResult(src);
+    lowOperand |= isLow;
+    operandsLow = operandsLow && (isLow || isLowConstant(src, low));
+  }
+  return {lowOperand, operandsLow};
+}
+
+/// Why an infer or clear op that reads a low-precision result stays in f32,
+/// once the colouring is final: the phases looked before that producer was
+/// low, so "no low-precision producer" would be false. Either way a cast
+/// remains on one side, and f32 is the more accurate place for it.
+std::optional<Rule> Colouring::lowInputsKeptF32(unsigned i) {
+  auto [lowOperand, operandsLow] = lowOperands(i);
+  if (!lowOperand)
+    return std::nullopt;
+  if (!operandsLow)
+    return Rule::MixedInputs;
+  Node &n = nodes[i];
+  for (OpResult r : n.op->getResults()) {
+    if (!isAmpFloat(r.getType()) || !n.op.isDataResult(r.getResultNumber()))
+      continue;
+    for (OpOperand &use : r.getUses())
+      if (Want w = wantOf(use); w == Want::F32 || w == Want::Original)
+        return Rule::F32User;
+  }
+  return std::nullopt;
 }
 
 void Colouring::keepAll() {
