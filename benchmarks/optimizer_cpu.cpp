@@ -5,8 +5,9 @@
 // f32 gradients, each alone, with the bf16 copy that weight shadows keep
 // (mpSgdUpdateWithCopy, mpAdamUpdateWithCopy), and, for SGD, with bf16
 // gradients (an AMP-bf16 step's) and followed by a separate mpConvert of
-// each parameter (what the step did before shadows); mpConvert alone last. The variants alternate in one process, 14 rounds;
-// each entry is the minimum of the last 12, in ms. SGD with momentum moves
+// each parameter (what the step did before shadows); mpConvert alone last.
+// The variants alternate in one process, 14 rounds; each entry is the
+// minimum of the last 12, in ms. SGD with momentum moves
 // 20 bytes per element, Adam 28: their memory floors at the machine's
 // bandwidth. Build against the runtime library of a Release build:
 //
