@@ -761,6 +761,36 @@ void testRows(std::mt19937_64 &rng) {
     ok &= buf.bytes == expect;
   }
   check(ok, "copies between overlapping parts of a buffer " + why);
+
+  // Embedding gradients: repeated ids (summed in position order), negative
+  // ones (counted from the end), out-of-range ones (dropped), rows longer
+  // than a tile, every storage type of the gradient and the table.
+  ok = true;
+  for (auto [rows, row] :
+       {std::pair<int64_t, int64_t>{1, 3}, {50, 7}, {1000, 96}, {9, 1500}})
+    for (mpElementType g : kTypes)
+      for (mpElementType t : kTypes) {
+        int64_t n = 64;
+        Buffer ids(MP_I64, {n / 2, 2}), grad(g, {n / 2, 2, row}),
+            table(t, {rows, row});
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t id = int64_t(rng() % uint64_t(std::min<int64_t>(rows, 5))) *
+                       (rows / 5 + 1);
+          id = i % 13 == 5 ? -1 - id : i % 17 == 3 ? rows + id : id;
+          std::memcpy(&ids.bytes[i * 8], &id, 8);
+        }
+        fill(grad, rng);
+        fill(table, rng);
+        mpTensor I = ids.tensor(), G = grad.tensor();
+        ok &= sameBits(
+            {&table},
+            [&] {
+              mpTensor T = table.tensor();
+              return mpGatherGrad(&G, &I, &T, MP_F32);
+            },
+            why);
+      }
+  check(ok, "gather gradients " + why);
 }
 
 //===----------------------------------------------------------------------===//

@@ -359,6 +359,62 @@ void zeroFill(mpTensor *t) {
               });
 }
 
+/// mpGatherGrad for f32 compute with the fast kernels on. The positions
+/// of each id are grouped by a sort (ascending within an id), and each
+/// touched row is summed in f32 in position order, the reference's order,
+/// so the bits are the same, by one thread, and stored once; the other rows
+/// are zeroed. The reference accumulates the whole table in a vector of its
+/// own on one thread: for BERT's 30522 x 768 word embeddings that was 40 ms
+/// of a step.
+bool fastGatherGrad(const mpTensor *grad, const mpTensor *ids, mpTensor *table,
+                    mpElementType compute) {
+  if (!libraryKernelsEnabled() || compute != MP_F32 ||
+      !isTileType(grad->elementType) || !isTileType(table->elementType) ||
+      table->shape[0] == 0 || !disjoint(grad, table))
+    return false;
+  int64_t rows = table->shape[0];
+  int64_t row = mpNumElements(table) / rows;
+  // (id, position) of every id in range: sorted, each id's run lists its
+  // positions in ascending order.
+  std::vector<std::pair<int64_t, int64_t>> hits;
+  hits.reserve(size_t(mpNumElements(ids)));
+  for (int64_t i = 0, n = mpNumElements(ids); i < n; ++i) {
+    int64_t id = idAt(ids, i);
+    if (id < 0)
+      id += rows;
+    if (id >= 0 && id < rows)
+      hits.push_back({id, i});
+  }
+  std::sort(hits.begin(), hits.end());
+  std::vector<size_t> runs; // where each id's run starts, then the end
+  for (size_t j = 0; j < hits.size(); ++j)
+    if (j == 0 || hits[j].first != hits[j - 1].first)
+      runs.push_back(j);
+  runs.push_back(hits.size());
+  zeroFill(table);
+  int64_t runCount = int64_t(runs.size()) - 1;
+  parallelFor(runCount, std::max<int64_t>(1, kTile / (row + 1)),
+              [&](int64_t begin, int64_t end) {
+                float acc[kTile], g[kTile];
+                for (int64_t r = begin; r < end; ++r) {
+                  int64_t id = hits[runs[r]].first;
+                  for (int64_t c = 0; c < row; c += kTile) {
+                    int64_t m = std::min(kTile, row - c);
+                    std::fill(acc, acc + m, 0.0f);
+                    for (size_t j = runs[r]; j < runs[r + 1]; ++j) {
+                      loadF32(grad->data, grad->elementType,
+                              hits[j].second * row + c, m, g);
+                      for (int64_t k = 0; k < m; ++k)
+                        acc[k] = acc[k] + g[k];
+                    }
+                    storeF32(acc, m, table->data, table->elementType,
+                             id * row + c);
+                  }
+                }
+              });
+  return true;
+}
+
 } // namespace
 
 extern "C" mpStatus mpGather(const mpTensor *table, const mpTensor *ids,
@@ -392,6 +448,8 @@ extern "C" mpStatus mpGatherGrad(const mpTensor *grad, const mpTensor *ids,
   int64_t row = rows ? mpNumElements(table) / rows : 0;
   if (mpNumElements(grad) != mpNumElements(ids) * row)
     return MP_ERROR_INVALID_ARGUMENT;
+  if (fastGatherGrad(grad, ids, table, compute))
+    return MP_OK;
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     std::vector<T> acc(mpNumElements(table), T(0));
