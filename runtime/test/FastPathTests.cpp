@@ -762,6 +762,34 @@ void testRows(std::mt19937_64 &rng) {
   }
   check(ok, "copies between overlapping parts of a buffer " + why);
 
+  // Concats, rows split across threads when large: each result row holds
+  // the inputs' pieces of it in turn.
+  ok = true;
+  for (auto [outer, inner] : {std::pair<int64_t, int64_t>{3, 5}, {520, 256}}) {
+    std::vector<Buffer> ins;
+    for (int64_t width : {1, 2, 1})
+      ins.emplace_back(MP_F32, std::vector<int64_t>{outer, width, inner});
+    Buffer out(MP_F32, {outer, 4, inner});
+    std::vector<mpTensor> views;
+    for (Buffer &b : ins) {
+      fill(b, rng);
+      views.push_back(b.tensor());
+    }
+    std::vector<unsigned char> expect;
+    for (int64_t o = 0; o < outer; ++o)
+      for (Buffer &b : ins) {
+        size_t row = b.bytes.size() / size_t(outer);
+        expect.insert(expect.end(), b.bytes.begin() + o * row,
+                      b.bytes.begin() + (o + 1) * row);
+      }
+    ok &= sameBits({&out}, [&] {
+      mpTensor O = out.tensor();
+      return mpConcat(int32_t(views.size()), views.data(), &O, 1);
+    }, why);
+    ok &= out.bytes == expect;
+  }
+  check(ok, "concats " + why);
+
   // Embedding gradients: repeated ids (summed in position order), negative
   // ones (counted from the end), out-of-range ones (dropped), rows longer
   // than a tile, every storage type of the gradient and the table.

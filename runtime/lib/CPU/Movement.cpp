@@ -578,16 +578,24 @@ extern "C" mpStatus mpConcat(int32_t count, const mpTensor *inputs,
   if (total != out->shape[axis])
     return MP_ERROR_INVALID_ARGUMENT;
   size_t size = mpElementSize(out->elementType);
-  int64_t at = 0;
-  for (int32_t k = 0; k < count; ++k) {
-    const mpTensor &t = inputs[k];
-    size_t chunk = t.shape[axis] * inner * size;
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(static_cast<char *>(out->data) +
-                      (o * out->shape[axis] + at) * inner * size,
-                  static_cast<const char *>(t.data) + o * chunk, chunk);
-    at += t.shape[axis];
-  }
+  // Each of the `outer` rows of the result is a piece of every input in
+  // turn; rows are split across threads when they hold enough bytes.
+  int64_t rowBytes = int64_t(out->shape[axis] * inner * size);
+  parallelFor(outer, std::max<int64_t>(1, (int64_t(1) << 16) / (rowBytes + 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t o = begin; o < end; ++o) {
+                  int64_t at = 0;
+                  for (int32_t k = 0; k < count; ++k) {
+                    const mpTensor &t = inputs[k];
+                    size_t chunk = t.shape[axis] * inner * size;
+                    std::memcpy(static_cast<char *>(out->data) +
+                                    (o * out->shape[axis] + at) * inner * size,
+                                static_cast<const char *>(t.data) + o * chunk,
+                                chunk);
+                    at += t.shape[axis];
+                  }
+                }
+              });
   return MP_OK;
 }
 
