@@ -8,11 +8,11 @@
 // and backward from the loss (values it depends on). A reverse sweep then
 // visits every op with an active operand and an adjoint on some result, and
 // asks it (DifferentiableOpInterface) for the adjoints of its active
-// operands; adjoints of a value used several times are summed. Adjoint ops
-// are appended before the return, so each is built after everything it
-// reads. The seed, `tg.constant dense<1.0>` named "loss.seed", feeds the
-// loss op's gradient, which is where tg-insert-loss-scaling multiplies it by
-// the loss scale.
+// operands; adjoints of a value used several times are summed (a split's
+// slice gradients by a concat). Adjoint ops are appended before the return,
+// so each is built after everything it reads. The seed, `tg.constant
+// dense<1.0>` named "loss.seed", feeds the loss op's gradient, which is
+// where tg-insert-loss-scaling multiplies it by the loss scale.
 //
 // docs/Autodiff.md describes the algorithm and the options.
 //
@@ -30,6 +30,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/GlobPattern.h"
@@ -695,8 +696,14 @@ struct TGMakeTrainStepPass
     for (func::FuncOp fn : functions) {
       if (failed(Differentiator(fn, config).run()))
         return signalPassFailure();
+      // The adjoint of a split (slices tiling a tensor) was built as a sum
+      // of slice gradients: it becomes a concat (TGCanonicalize.cpp).
+      RewritePatternSet patterns(&getContext());
+      AddOp::getCanonicalizationPatterns(patterns, &getContext());
+      walkAndApplyPatterns(fn, FrozenRewritePatternSet(std::move(patterns)));
       // Adjoints of a value used twice read the same forward values: CSE
-      // merges what the rules built more than once.
+      // merges what the rules built more than once (and erases what the
+      // concats left dead).
       OpPassManager cleanup(func::FuncOp::getOperationName());
       cleanup.addPass(createCSEPass());
       if (failed(runPipeline(cleanup, fn)))

@@ -393,7 +393,9 @@ def TG_FusedMatmulOp : TG_ComputeOp<"fused_matmul", "Allow", [
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def TG_AddOp : TG_BinaryOp<"add", "Infer", "+">;
+def TG_AddOp : TG_BinaryOp<"add", "Infer", "+"> {
+  let hasCanonicalizer = 1;
+}
 def TG_SubOp : TG_BinaryOp<"sub", "Infer", "-">;
 def TG_MulOp : TG_BinaryOp<"mul", "Infer", "*">;
 def TG_DivOp : TG_BinaryOp<"div", "Infer", "/">;
@@ -739,6 +741,7 @@ def TG_TransposeOp : TG_MovementOp<"transpose", [
     functional-type(operands, results)
   }];
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def TG_ReshapeOp : TG_MovementOp<"reshape", [
@@ -823,6 +826,7 @@ def TG_SliceOp : TG_MovementOp<"slice", [
     functional-type(operands, results)
   }];
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def TG_GatherOp : TG_MovementOp<"gather", [
