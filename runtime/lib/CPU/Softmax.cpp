@@ -196,14 +196,18 @@ static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
                 });
     return true;
   }
-  // Each output column [o, :, i] adds rows in order; threads take columns.
+  // Each output column [o, :, i] adds rows in order; threads take columns,
+  // in pieces of a tile, or narrower when there are fewer tiles than
+  // threads (a bias gradient: [tokens, 768] to [768]).
   int64_t columns = outer * inner;
-  parallelFor((columns + kTile - 1) / kTile,
+  int64_t width = std::min<int64_t>(
+      kTile, std::max<int64_t>(64, (columns / kernelThreads() + 15) / 16 * 16));
+  parallelFor((columns + width - 1) / width,
               std::max<int64_t>(1, 16 / (count + 1)),
               [&](int64_t begin, int64_t end) {
                 float acc[kTile], x[kTile];
                 for (int64_t t = begin; t < end; ++t) {
-                  int64_t c0 = t * kTile, n = std::min(kTile, columns - c0);
+                  int64_t c0 = t * width, n = std::min(width, columns - c0);
                   // A tile never crosses an outer index when inner is a
                   // multiple of kTile; otherwise go piece by piece.
                   for (int64_t c = c0; c < c0 + n;) {
