@@ -579,9 +579,14 @@ extern "C" mpStatus mpConcat(int32_t count, const mpTensor *inputs,
     return MP_ERROR_INVALID_ARGUMENT;
   size_t size = mpElementSize(out->elementType);
   // Each of the `outer` rows of the result is a piece of every input in
-  // turn; rows are split across threads when they hold enough bytes.
+  // turn; with the fast kernels on, rows are split across threads when
+  // they hold enough bytes.
   int64_t rowBytes = int64_t(out->shape[axis] * inner * size);
-  parallelFor(outer, std::max<int64_t>(1, (int64_t(1) << 16) / (rowBytes + 1)),
+  int64_t grain =
+      libraryKernelsEnabled()
+          ? std::max<int64_t>(1, (int64_t(1) << 16) / (rowBytes + 1))
+          : outer;
+  parallelFor(outer, grain,
               [&](int64_t begin, int64_t end) {
                 for (int64_t o = begin; o < end; ++o) {
                   int64_t at = 0;
