@@ -130,15 +130,9 @@ struct TransposeOfUnitDims : OpRewritePattern<TransposeOp> {
 
   LogicalResult matchAndRewrite(TransposeOp transpose,
                                 PatternRewriter &rewriter) const override {
-    ArrayRef<int64_t> shape = transpose.getInput().getType().getShape();
-    int64_t last = -1;
-    for (int64_t p : transpose.getPermutation()) {
-      if (shape[p] == 1)
-        continue;
-      if (p < last)
-        return failure();
-      last = p;
-    }
+    if (!isReshapeTranspose(transpose.getInput().getType().getShape(),
+                            transpose.getPermutation()))
+      return failure();
     rewriter.replaceOpWithNewOp<ReshapeOp>(transpose, transpose.getType(),
                                            transpose.getInput());
     return success();

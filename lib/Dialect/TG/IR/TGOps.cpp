@@ -25,6 +25,19 @@ using namespace mp::tg;
 // Shape helpers
 //===----------------------------------------------------------------------===//
 
+bool mp::tg::isReshapeTranspose(ArrayRef<int64_t> shape,
+                                ArrayRef<int64_t> perm) {
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (shape[p] == 1)
+      continue;
+    if (p < last)
+      return false;
+    last = p;
+  }
+  return true;
+}
+
 std::string mp::tg::shapeStr(ArrayRef<int64_t> dims) {
   std::string str;
   llvm::raw_string_ostream os(str);

@@ -87,20 +87,6 @@ SmallVector<int64_t> inverse(ArrayRef<int64_t> perm) {
   return inv;
 }
 
-/// Whether transposing a tensor of `shape` by `perm` keeps its elements in
-/// memory order: the dimensions larger than 1 keep their order.
-bool isReshape(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
-  int64_t last = -1;
-  for (int64_t p : perm) {
-    if (shape[p] == 1)
-      continue;
-    if (p < last)
-      return false;
-    last = p;
-  }
-  return true;
-}
-
 /// Rewrites a layout op to `toLast` (NHWC) or NCHW: transposed activation
 /// operands in, activation results transposed back.
 void convert(Operation *op, bool toLast, OpBuilder &b) {
@@ -167,13 +153,14 @@ bool permutesForFree(Value v, ArrayRef<int64_t> inv, int depth = 0) {
   if (type.getRank() > rank)
     return false;
   if (broadcastsAnyway(type) ||
-      isReshape(expanded(type, rank).getShape(), inv))
+      isReshapeTranspose(expanded(type, rank).getShape(), inv))
     return true;
   if (type.getRank() != rank)
     return false;
   if (auto broadcast = v.getDefiningOp<BroadcastToOp>()) {
     auto source = cast<RankedTensorType>(broadcast.getInput().getType());
-    return source.getRank() == rank && isReshape(source.getShape(), inv);
+    return source.getRank() == rank &&
+           isReshapeTranspose(source.getShape(), inv);
   }
   if (auto constant = v.getDefiningOp<ConstantOp>()) {
     auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
@@ -195,7 +182,7 @@ Value permuteForFree(PatternRewriter &rewriter, Location loc, Value v,
   if (broadcastsAnyway(type))
     return v;
   RankedTensorType target = permuted(expanded(type, rank), inv);
-  if (isReshape(expanded(type, rank).getShape(), inv))
+  if (isReshapeTranspose(expanded(type, rank).getShape(), inv))
     return ReshapeOp::create(rewriter, loc, target, v);
   if (auto broadcast = v.getDefiningOp<BroadcastToOp>()) {
     auto source = cast<RankedTensorType>(broadcast.getInput().getType());

@@ -43,6 +43,12 @@ llvm::LogicalResult inferReduceType(std::optional<mlir::Location> loc,
 /// element types may differ).
 bool haveSameShapes(mlir::TypeRange lhs, mlir::TypeRange rhs);
 
+/// Whether transposing a tensor of `shape` by `perm` keeps its elements in
+/// memory order, so that the transpose is a reshape: the dimensions larger
+/// than 1 keep their order.
+bool isReshapeTranspose(llvm::ArrayRef<int64_t> shape,
+                        llvm::ArrayRef<int64_t> perm);
+
 /// A shape as `[2, 3, 4]`, for diagnostics.
 std::string shapeStr(llvm::ArrayRef<int64_t> dims);
 
