@@ -4,11 +4,10 @@
 // PyTorch's attention exports split a fused QKV projection by transposing
 // the whole product, slicing it and transposing each slice again; the
 // adjoint of each slice then writes zeros over the whole product and adds
-// sum them. The patterns slice before transposing and before reshapes that
-// only add or drop dimensions of size 1 (so that a transpose that only
-// moves dimensions of size 1, a reshape, is what is left of the transpose
-// of the whole), and sum slice gradients that tile a tensor as one
-// concat.
+// sum them. The patterns move slices above transposes, and above reshapes
+// that only add or drop dimensions of size 1; what is left of the
+// transpose of the whole then moves only dimensions of size 1 and becomes
+// a reshape. Slice gradients that tile a tensor are summed as one concat.
 //
 //===----------------------------------------------------------------------===//
 
