@@ -791,21 +791,32 @@ void testRows(std::mt19937_64 &rng) {
   check(ok, "concats " + why);
 
   // Embedding gradients: repeated ids (summed in position order), negative
-  // ones (counted from the end), out-of-range ones (dropped), rows longer
-  // than a tile, every storage type of the gradient and the table.
+  // ones (counted from the end), out-of-range ones on either side
+  // (dropped), i32 and i64 ids, rows longer than a tile, every storage type
+  // of the gradient and the table.
   ok = true;
   for (auto [rows, row] :
        {std::pair<int64_t, int64_t>{1, 3}, {50, 7}, {1000, 96}, {9, 1500}})
     for (mpElementType g : kTypes)
       for (mpElementType t : kTypes) {
         int64_t n = 64;
-        Buffer ids(MP_I64, {n / 2, 2}), grad(g, {n / 2, 2, row}),
+        mpElementType idType = (g == t) ? MP_I32 : MP_I64;
+        Buffer ids(idType, {n / 2, 2}), grad(g, {n / 2, 2, row}),
             table(t, {rows, row});
         for (int64_t i = 0; i < n; ++i) {
-          int64_t id = int64_t(rng() % uint64_t(std::min<int64_t>(rows, 5))) *
-                       (rows / 5 + 1);
-          id = i % 13 == 5 ? -1 - id : i % 17 == 3 ? rows + id : id;
-          std::memcpy(&ids.bytes[i * 8], &id, 8);
+          int64_t distinct = std::min<int64_t>(rows, 40);
+          int64_t id = int64_t(rng() % uint64_t(distinct)) *
+                       std::max<int64_t>(1, rows / 40);
+          id = i % 13 == 5   ? -1 - id
+               : i % 17 == 3 ? rows + id
+               : i % 19 == 7 ? -rows - 1 - id
+                             : id;
+          if (idType == MP_I32) {
+            int32_t narrow = int32_t(id);
+            std::memcpy(&ids.bytes[i * 4], &narrow, 4);
+          } else {
+            std::memcpy(&ids.bytes[i * 8], &id, 8);
+          }
         }
         fill(grad, rng);
         fill(table, rng);

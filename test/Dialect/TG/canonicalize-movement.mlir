@@ -138,14 +138,16 @@ func.func @slice_grads_tile(%a: tensor<4x1xf32>, %b: tensor<4x2xf32>,
 // -----
 
 // No concat where the slices leave a gap, overlap, are strided, split two
-// dimensions, or where a slice gradient has another use.
+// dimensions, where a slice gradient has another use, or where the add
+// computes in a type narrower than the values (f16 rounds an f32 and can
+// overflow).
 // CHECK-LABEL: func @slice_grads_do_not_tile
 // CHECK-NOT: tg.concat
 // CHECK: return
 func.func @slice_grads_do_not_tile(%a: tensor<4x2xf32>, %b: tensor<4x3xf32>,
                                    %c: tensor<2x6xf32>, %d: tensor<2x3xf32>)
     -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>,
-        tensor<4x6xf32>, tensor<4x6xf32>) {
+        tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>) {
   // A gap: columns [2, 3).
   %0 = tg.slice_grad %a offsets = [0, 0] : (tensor<4x2xf32>) -> tensor<4x6xf32>
   %1 = tg.slice_grad %b offsets = [0, 3] : (tensor<4x3xf32>) -> tensor<4x6xf32>
@@ -168,7 +170,11 @@ func.func @slice_grads_do_not_tile(%a: tensor<4x2xf32>, %b: tensor<4x3xf32>,
   %10 = tg.slice_grad %b offsets = [0, 0] : (tensor<4x3xf32>) -> tensor<4x6xf32>
   %11 = tg.slice_grad %b offsets = [0, 3] : (tensor<4x3xf32>) -> tensor<4x6xf32>
   %shared = tg.add %10, %11 : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
-  return %gap, %overlap, %strided, %two, %shared, %10
+  // Computed in f16.
+  %12 = tg.slice_grad %b offsets = [0, 0] : (tensor<4x3xf32>) -> tensor<4x6xf32>
+  %13 = tg.slice_grad %b offsets = [0, 3] : (tensor<4x3xf32>) -> tensor<4x6xf32>
+  %narrow = tg.add %12, %13 compute(f16) : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %gap, %overlap, %strided, %two, %shared, %10, %narrow
       : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>,
-        tensor<4x6xf32>, tensor<4x6xf32>
+        tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>
 }

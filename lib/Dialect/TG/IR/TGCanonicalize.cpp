@@ -144,7 +144,9 @@ struct TransposeOfUnitDims : OpRewritePattern<TransposeOp> {
 /// overlap) is the concat of their gradients in offset order: the adjoint
 /// of a split. Each slice gradient writes the whole result, mostly zeros,
 /// and each add reads two results; the concat writes it once. A gradient's
-/// value is the same (x + 0 is x, but for the sign of a zero).
+/// value is the same (x + 0 is x, but for the sign of a zero) where the
+/// adds compute in a type that holds every stored value: the storage type
+/// itself, f32 for f16 and bf16, or f64.
 struct SumOfSliceGradsToConcat : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -199,9 +201,19 @@ private:
       return part.getType() == type;
     }
     auto add = v.getDefiningOp<AddOp>();
-    return add && add.getType() == type &&
+    return add && add.getType() == type && addsExactly(add) &&
            collect(add.getLhs(), type, false, parts) &&
            collect(add.getRhs(), type, false, parts);
+  }
+
+  /// Whether `add` computes in a type that holds every value of its
+  /// storage type, so that x + 0 is x.
+  static bool addsExactly(AddOp add) {
+    Type stored = add.getType().getElementType();
+    FloatType compute =
+        cast<PrecisionOpInterface>(add.getOperation()).getComputeType();
+    return compute == stored || compute.isF64() ||
+           (compute.isF32() && (stored.isF16() || stored.isBF16()));
   }
 };
 

@@ -701,9 +701,14 @@ struct TGMakeTrainStepPass
       RewritePatternSet patterns(&getContext());
       AddOp::getCanonicalizationPatterns(patterns, &getContext());
       walkAndApplyPatterns(fn, FrozenRewritePatternSet(std::move(patterns)));
+      // The adds and slice gradients a concat replaced are dead now; in
+      // reverse order, each is dead by the time it is visited.
+      for (Operation &op :
+           llvm::make_early_inc_range(llvm::reverse(fn.front())))
+        if (isOpTriviallyDead(&op))
+          op.erase();
       // Adjoints of a value used twice read the same forward values: CSE
-      // merges what the rules built more than once (and erases what the
-      // concats left dead).
+      // merges what the rules built more than once.
       OpPassManager cleanup(func::FuncOp::getOperationName());
       cleanup.addPass(createCSEPass());
       if (failed(runPipeline(cleanup, fn)))
