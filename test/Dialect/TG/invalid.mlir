@@ -447,6 +447,17 @@ func.func @slice_the_selection_lies_inside_the_input(%a: tensor<8xf32>) {
 
 // -----
 
+// Rule: slice: the selection lies inside the input (one element at the
+// end, with a stride: -1 / 2 rounds to 0, which once let it through).
+func.func @slice_one_element_at_the_end(%a: tensor<4xf32>) {
+  // expected-error @+2 {{dimension 0: slice of 1 elements from offset 4 with stride 2 runs past the size 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tg.slice %a offsets = [4] sizes = [1] strides = [2] : (tensor<4xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
 // Rule: slice_grad: grad has the rank of the result.
 func.func @slice_grad_rank(%a: tensor<4xf32>) {
   // expected-error @+1 {{'tg.slice_grad' op grad has rank 1, the result 2}}

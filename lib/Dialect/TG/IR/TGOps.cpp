@@ -510,9 +510,11 @@ static LogicalResult checkSliceBounds(std::optional<Location> loc,
       return emitOptionalError(loc, "dimension ", d, ": offset ", offsets[d],
                                " and size ", sizes[d],
                                " must be non-negative and within ", dim);
-    // Last index read: offset + (size - 1) * stride, checked without overflow.
-    if (sizes[d] > 0 &&
-        (sizes[d] - 1) > (dim - 1 - offsets[d]) / strides[d])
+    // Last index read: offset + (size - 1) * stride, checked without
+    // overflow. An offset at the end selects nothing inside (and
+    // (dim - 1 - offset) / stride would round -1 / stride up to 0).
+    if (sizes[d] > 0 && (offsets[d] == dim ||
+                         (sizes[d] - 1) > (dim - 1 - offsets[d]) / strides[d]))
       return emitOptionalError(loc, "dimension ", d, ": slice of ", sizes[d],
                                " elements from offset ", offsets[d],
                                " with stride ", strides[d],
