@@ -22,11 +22,11 @@
 //   dense sweep of [-110, 90] through every unary op and gradient.
 // * reductions (sum, mean, max) over leading, trailing, middle and all axes.
 // * batch norm (training, inference, gradient) in NCHW and NHWC.
-// * softmax and log-softmax and their gradients, softmax cross-entropy and
-//   its gradient (masked rows, large logits, i32 and out-of-range labels),
-//   layer norm and its gradient, transposes, broadcasts, slices and slice
-//   gradients of 2, 4 and 8-byte elements (empty ones too), and copies
-//   (overlapping ones too).
+// * softmax and log-softmax and their gradients, and layer norm and its
+//   gradient, also in place; softmax cross-entropy and its gradient
+//   (masked rows, large logits, i32 and out-of-range labels); transposes,
+//   broadcasts, slices and slice gradients of 2, 4 and 8-byte elements
+//   (empty ones too), and copies (overlapping ones too).
 // * sgd and adam updates and unscale_grads with f16 gradients.
 // * the vectorisable f32 exp, erf, tanh and normal CDF (Math.h) the
 //   elementwise kernels evaluate, against libm in double: every 4099th f32
@@ -497,9 +497,20 @@ void testRows(std::mt19937_64 &rng) {
           mpTensor DX = dx.tensor();
           return mpSoftmaxGrad(&DY, &Y, &DX, axis, log, MP_F32);
         }, why);
+        // In place, as a buffer plan that reuses a dead operand's buffer
+        // makes: the result over x, dx over dy.
+        Buffer xIn = x, dyIn = dy;
+        ok &= sameBits({&xIn}, [&] {
+          mpTensor XI = xIn.tensor();
+          return mpSoftmax(&XI, &XI, axis, log, MP_F32);
+        }, why);
+        ok &= sameBits({&dyIn}, [&] {
+          mpTensor DI = dyIn.tensor();
+          return mpSoftmaxGrad(&DI, &Y, &DI, axis, log, MP_F32);
+        }, why);
       }
-  check(ok, "softmax, log-softmax and their gradients over the last axis " +
-                why);
+  check(ok, "softmax, log-softmax and their gradients over the last axis, "
+            "also in place " + why);
 
   // Rows as attention masks and large logits make them: a causal mask's
   // -inf entries, a fully masked row (NaN both ways), logits of +-1e30 and
@@ -622,8 +633,20 @@ void testRows(std::mt19937_64 &rng) {
         return mpLayerNormGrad(&DY, &X, &S, &M, &R, &DX, &DS, &DB, axis,
                                MP_F32);
       }, why);
+      // In place: y over x, dx over dy.
+      Buffer xIn = x, dyIn = dy;
+      ok &= sameBits({&xIn, &mean, &rstd}, [&] {
+        mpTensor XI = xIn.tensor(), M = mean.tensor(), R = rstd.tensor();
+        return mpLayerNorm(&XI, &S, &B, &XI, &M, &R, axis, 1e-5f, MP_F32);
+      }, why);
+      ok &= sameBits({&dyIn, &ds, &db}, [&] {
+        mpTensor DI = dyIn.tensor(), DS = ds.tensor(), DB = db.tensor();
+        return mpLayerNormGrad(&DI, &X, &S, &M, &R, &DI, &DS, &DB, axis,
+                               MP_F32);
+      }, why);
     }
-  check(ok, "layer norm and its gradient (dx, dscale, dbias) " + why);
+  check(ok, "layer norm and its gradient (dx, dscale, dbias), also in "
+            "place " + why);
 
   ok = true;
   struct Perm {

@@ -150,10 +150,6 @@ template <typename F> void each2(float *a, const float *b, int64_t n, F f) {
     a[i] = f(a[i], b[i]);
 }
 
-// The instruction sets the loops below are also compiled for.
-#define MP_TARGET_AVX512 __attribute__((target("avx512f,avx512dq")))
-#define MP_TARGET_AVX2 __attribute__((target("avx2")))
-
 /// Calls the variant of a loop compiled for the vector instructions this
 /// CPU offers (less what MP_CPU_ISA leaves out): `avx512`, `avx2` or
 /// `base`, all functions of one type.

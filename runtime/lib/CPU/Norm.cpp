@@ -7,13 +7,15 @@
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //   dscale = sum over rows of dy * xhat, dbias = sum over rows of dy.
 //
-// With the fast kernels on and f32 compute, rows are converted whole and
-// split across threads; dscale and dbias, which sum over rows, take a second
-// pass split by blocks of columns that adds the rows in order. The sums
-// along a row (the mean, the squared deviations, the gradient's sums of g
-// and g * xhat) go in eight interleaved lanes (laneReduce, Tiles.h) in both the fast path
-// and the reference loops. Every value is the reference loop's expression
-// in the reference order, so the bits agree.
+// With the fast kernels on and f32 compute, rows are split across threads,
+// read in place when stored as f32 (converted whole otherwise), and
+// computed by loops compiled for the CPU's vector instructions; dscale and
+// dbias, which sum over rows, take a second pass split by blocks of columns
+// that adds the rows in order. The sums along a row (the mean, the squared
+// deviations, the gradient's sums of g and g * xhat) go in eight
+// interleaved lanes (laneReduce, Tiles.h) in both the fast path and the
+// reference loops. Every value is the reference loop's expression in the
+// reference order, so the bits agree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +38,70 @@ bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
 
+/// The fast paths' loops over one row (or one block of a row), each over
+/// f32 buffers that do not overlap (__restrict: no run-time alias checks
+/// stand between them and the vector unit), each the reference loop's
+/// expression in its order. Compiled for AVX-512, AVX2 and the baseline.
+/// * normaliseRow: y = (x - mean) * rstd * scale + bias, and the row's
+///   mean and rstd into stats[0, 1];
+/// * gradientRow: dx, given the row's mean and rstd;
+/// * gradientColumns: adds a row's dy * xhat and dy into dscale and dbias.
+#define MP_LAYER_NORM_LOOPS(SUFFIX, TARGET)                                    \
+  TARGET void normaliseRow##SUFFIX(                                            \
+      const float *__restrict x, const float *__restrict sc,                   \
+      const float *__restrict bi, float epsilon, int64_t n,                    \
+      float *__restrict y, float *stats) {                                     \
+    std::plus<float> add;                                                      \
+    float mu =                                                                 \
+        laneReduce(n, 0.0f, [x](int64_t c) { return x[c]; }, add) / float(n);  \
+    float var = laneReduce(n, 0.0f,                                            \
+                           [x, mu](int64_t c) {                                \
+                             float d = x[c] - mu;                              \
+                             return d * d;                                     \
+                           },                                                  \
+                           add) /                                              \
+                float(n);                                                      \
+    float rs = 1.0f / std::sqrt(var + epsilon);                                \
+    for (int64_t c = 0; c < n; ++c)                                            \
+      y[c] = (x[c] - mu) * rs * sc[c] + bi[c];                                 \
+    stats[0] = mu;                                                             \
+    stats[1] = rs;                                                             \
+  }                                                                            \
+  TARGET void gradientRow##SUFFIX(                                             \
+      const float *__restrict dy, const float *__restrict x,                   \
+      const float *__restrict sc, float mu, float rs, int64_t n,               \
+      float *__restrict g, float *__restrict xh, float *__restrict dx) {       \
+    for (int64_t c = 0; c < n; ++c) {                                          \
+      xh[c] = (x[c] - mu) * rs;                                                \
+      g[c] = dy[c] * sc[c];                                                    \
+    }                                                                          \
+    std::plus<float> add;                                                      \
+    float sumG = laneReduce(n, 0.0f, [g](int64_t c) { return g[c]; }, add);    \
+    float sumGX =                                                              \
+        laneReduce(n, 0.0f, [g, xh](int64_t c) { return g[c] * xh[c]; }, add); \
+    float meanG = sumG / float(n), meanGX = sumGX / float(n);                  \
+    for (int64_t c = 0; c < n; ++c)                                            \
+      dx[c] = rs * ((g[c] - meanG) - xh[c] * meanGX);                          \
+  }                                                                            \
+  TARGET void gradientColumns##SUFFIX(                                         \
+      const float *__restrict dy, const float *__restrict x, float mu,         \
+      float rs, int64_t n, float *__restrict ds, float *__restrict db) {       \
+    for (int64_t j = 0; j < n; ++j) {                                          \
+      float xhat = (x[j] - mu) * rs;                                           \
+      ds[j] = ds[j] + dy[j] * xhat;                                            \
+      db[j] = db[j] + dy[j];                                                   \
+    }                                                                          \
+  }
+#if MP_X86
+MP_LAYER_NORM_LOOPS(Avx512, MP_TARGET_AVX512)
+MP_LAYER_NORM_LOOPS(Avx2, MP_TARGET_AVX2)
+#define MP_BY_ISA(NAME) forIsa(NAME##Avx512, NAME##Avx2, NAME##Base)
+#else
+#define MP_BY_ISA(NAME) (NAME##Base)
+#endif
+MP_LAYER_NORM_LOOPS(Base, )
+#undef MP_LAYER_NORM_LOOPS
+
 bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
                    const mpTensor *bias, mpTensor *y, mpTensor *mean,
                    mpTensor *rstd, int64_t rows, int64_t cols, float epsilon,
@@ -45,29 +111,17 @@ bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
   std::vector<float> sc(cols), bi(cols);
   loadF32(scale->data, scale->elementType, 0, cols, sc.data());
   loadF32(bias->data, bias->elementType, 0, cols, bi.data());
+  auto normaliseRow = MP_BY_ISA(normaliseRow);
   parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
-    float *row = scratchRow(0, cols);
+    float *in = scratchRow(0, cols), *buf = scratchRow(1, cols);
     for (int64_t r = begin; r < end; ++r) {
-      loadF32(x->data, x->elementType, r * cols, cols, row);
-      std::plus<float> add;
-      float mu = laneReduce(cols, 0.0f, [row](int64_t c) { return row[c]; },
-                            add) /
-                 float(cols);
-      float var = laneReduce(cols, 0.0f,
-                             [row, mu](int64_t c) {
-                               float d = row[c] - mu;
-                               return d * d;
-                             },
-                             add) /
-                  float(cols);
-      float rs = 1.0f / std::sqrt(var + epsilon);
-      for (int64_t c = 0; c < cols; ++c) {
-        float xhat = (row[c] - mu) * rs;
-        row[c] = xhat * sc[c] + bi[c];
-      }
-      storeF32(row, cols, y->data, y->elementType, r * cols);
-      storeF32(&mu, 1, mean->data, mean->elementType, r);
-      storeF32(&rs, 1, rstd->data, rstd->elementType, r);
+      float *out = outRowF32(y, r * cols, buf, {x});
+      float stats[2];
+      normaliseRow(rowF32(x, r * cols, cols, in), sc.data(), bi.data(),
+                   epsilon, cols, out, stats);
+      storeRowF32(out, cols, y, r * cols);
+      storeF32(&stats[0], 1, mean->data, mean->elementType, r);
+      storeF32(&stats[1], 1, rstd->data, rstd->elementType, r);
     }
   });
   return true;
@@ -84,54 +138,46 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
   loadF32(scale->data, scale->elementType, 0, cols, sc.data());
   loadF32(mean->data, mean->elementType, 0, rows, mus.data());
   loadF32(rstd->data, rstd->elementType, 0, rows, rss.data());
-  // dx, row by row.
-  parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
-    float *g = scratchRow(0, cols), *xh = scratchRow(1, cols);
-    for (int64_t r = begin; r < end; ++r) {
-      float mu = mus[r], rs = rss[r];
-      loadF32(dy->data, dy->elementType, r * cols, cols, g);
-      loadF32(x->data, x->elementType, r * cols, cols, xh);
-      for (int64_t c = 0; c < cols; ++c) {
-        xh[c] = (xh[c] - mu) * rs;
-        g[c] = g[c] * sc[c];
-      }
-      std::plus<float> add;
-      float sumG = laneReduce(cols, 0.0f, [g](int64_t c) { return g[c]; }, add);
-      float sumGX = laneReduce(
-          cols, 0.0f, [g, xh](int64_t c) { return g[c] * xh[c]; }, add);
-      float meanG = sumG / float(cols), meanGX = sumGX / float(cols);
-      for (int64_t c = 0; c < cols; ++c)
-        g[c] = rs * ((g[c] - meanG) - xh[c] * meanGX);
-      storeF32(g, cols, dx->data, dx->elementType, r * cols);
-    }
-  });
-  // dscale and dbias, column by column, rows in order: blocks of columns
-  // narrow enough that every thread gets one (a hidden size of 256 was one
-  // block, on one thread), 16 at the least.
+  // dscale and dbias first (dx may overwrite dy or x, as the reference
+  // loop's does only after reading the row), column by column, rows in
+  // order: blocks of columns narrow enough that every thread gets one (a
+  // hidden size of 256 was one block, on one thread), 16 at the least.
   int threads = kernelThreads();
   int64_t width = std::clamp<int64_t>(
       (cols + 16 * threads - 1) / (16 * threads) * 16, 16, kTile);
+  auto gradientColumns = MP_BY_ISA(gradientColumns);
   parallelFor((cols + width - 1) / width, 1, [&](int64_t begin, int64_t end) {
     float ds[kTile], db[kTile], g[kTile], xh[kTile];
     for (int64_t t = begin; t < end; ++t) {
       int64_t c0 = t * width, n = std::min(width, cols - c0);
       for (int64_t j = 0; j < n; ++j)
         ds[j] = db[j] = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        loadF32(dy->data, dy->elementType, r * cols + c0, n, g);
-        loadF32(x->data, x->elementType, r * cols + c0, n, xh);
-        for (int64_t j = 0; j < n; ++j) {
-          float xhat = (xh[j] - mus[r]) * rss[r];
-          ds[j] = ds[j] + g[j] * xhat;
-          db[j] = db[j] + g[j];
-        }
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        gradientColumns(rowF32(dy, r * cols + c0, n, g),
+                        rowF32(x, r * cols + c0, n, xh), mus[r], rss[r], n, ds,
+                        db);
       storeF32(ds, n, dscale->data, dscale->elementType, c0);
       storeF32(db, n, dbias->data, dbias->elementType, c0);
     }
   });
+  // Then dx, row by row.
+  auto gradientRow = MP_BY_ISA(gradientRow);
+  parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
+    float *dyIn = scratchRow(0, cols), *xIn = scratchRow(1, cols);
+    float *g = scratchRow(2, cols), *xh = scratchRow(3, cols);
+    float *buf = scratchRow(4, cols);
+    for (int64_t r = begin; r < end; ++r) {
+      float *out = outRowF32(dx, r * cols, buf, {dy, x});
+      gradientRow(rowF32(dy, r * cols, cols, dyIn),
+                  rowF32(x, r * cols, cols, xIn), sc.data(), mus[r], rss[r],
+                  cols, g, xh, out);
+      storeRowF32(out, cols, dx, r * cols);
+    }
+  });
   return true;
 }
+
+#undef MP_BY_ISA
 
 } // namespace
 

@@ -4,8 +4,10 @@
 // same way. All accumulate in the compute type (Compute.h).
 //
 // With the fast kernels on and f32 compute, softmax over the last axis and
-// reductions over one contiguous run of axes read converted rows or tiles
-// and split rows (or kept elements) across threads. A reduction's sum still
+// reductions over one contiguous run of axes read rows or tiles (in place
+// when stored as f32, converted otherwise) and split rows (or kept
+// elements) across threads; softmax's row loops are compiled for the CPU's
+// vector instructions. A reduction's sum still
 // adds its inputs one by one in input order, so the result is the reference
 // loop's. Softmax and its gradient reduce each row in eight interleaved
 // lanes instead (laneReduce), eight independent chains; their reference
@@ -30,30 +32,70 @@ static bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
 
+/// The fast paths' loops over one row, over f32 buffers that do not overlap
+/// (__restrict), each the reference loop's expression in its order;
+/// compiled for AVX-512, AVX2 and the baseline.
+/// * softmaxRow: y = softmax(x) or log-softmax(x), with e as scratch;
+/// * softmaxGradRow: dx from dy and the forward result p.
+#define MP_SOFTMAX_LOOPS(SUFFIX, TARGET)                                       \
+  TARGET void softmaxRow##SUFFIX(const float *__restrict x, int64_t n,         \
+                                 int32_t logSoftmax, float *__restrict e,      \
+                                 float *__restrict y) {                        \
+    float mx = laneReduce(                                                     \
+        n, -INFINITY, [x](int64_t k) { return x[k]; }, maxOf<float>);          \
+    for (int64_t k = 0; k < n; ++k)                                            \
+      e[k] = expF(x[k] - mx);                                                  \
+    float sum = laneReduce(n, 0.0f, [e](int64_t k) { return e[k]; },           \
+                           std::plus<float>());                                \
+    if (logSoftmax) {                                                          \
+      float logSum = std::log(sum);                                            \
+      for (int64_t k = 0; k < n; ++k)                                          \
+        y[k] = (x[k] - mx) - logSum;                                           \
+    } else {                                                                   \
+      for (int64_t k = 0; k < n; ++k)                                          \
+        y[k] = e[k] / sum;                                                     \
+    }                                                                          \
+  }                                                                            \
+  TARGET void softmaxGradRow##SUFFIX(const float *__restrict dy,               \
+                                     const float *__restrict p, int64_t n,     \
+                                     int32_t logSoftmax,                       \
+                                     float *__restrict dx) {                   \
+    if (logSoftmax) {                                                          \
+      float sum = laneReduce(n, 0.0f, [dy](int64_t k) { return dy[k]; },       \
+                             std::plus<float>());                              \
+      for (int64_t k = 0; k < n; ++k)                                          \
+        dx[k] = dy[k] - expF(p[k]) * sum;                                      \
+    } else {                                                                   \
+      float sum =                                                              \
+          laneReduce(n, 0.0f, [dy, p](int64_t k) { return dy[k] * p[k]; },     \
+                     std::plus<float>());                                      \
+      for (int64_t k = 0; k < n; ++k)                                          \
+        dx[k] = p[k] * (dy[k] - sum);                                          \
+    }                                                                          \
+  }
+#if MP_X86
+MP_SOFTMAX_LOOPS(Avx512, MP_TARGET_AVX512)
+MP_SOFTMAX_LOOPS(Avx2, MP_TARGET_AVX2)
+#define MP_BY_ISA(NAME) forIsa(NAME##Avx512, NAME##Avx2, NAME##Base)
+#else
+#define MP_BY_ISA(NAME) (NAME##Base)
+#endif
+MP_SOFTMAX_LOOPS(Base, )
+#undef MP_SOFTMAX_LOOPS
+
 static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
                         int32_t logSoftmax, mpElementType compute) {
   if (v.inner != 1 || !f32FastPath(compute, {in, out}))
     return false;
   int64_t len = v.len;
+  auto softmaxRow = MP_BY_ISA(softmaxRow);
   parallelFor(v.outer, rowGrain(len), [&](int64_t begin, int64_t end) {
-    float *x = scratchRow(0, len);
+    float *x = scratchRow(0, len), *e = scratchRow(1, len),
+          *buf = scratchRow(2, len);
     for (int64_t o = begin; o < end; ++o) {
-      loadF32(in->data, in->elementType, o * len, len, x);
-      auto xAt = [x](int64_t k) { return x[k]; };
-      float mx = laneReduce(len, -INFINITY, xAt, maxOf<float>);
-      float *e = scratchRow(1, len);
-      expShifted(x, mx, e, len);
-      float sum = laneReduce(len, 0.0f, [e](int64_t k) { return e[k]; },
-                             std::plus<float>());
-      if (logSoftmax) {
-        float logSum = std::log(sum);
-        for (int64_t k = 0; k < len; ++k)
-          x[k] = (x[k] - mx) - logSum;
-      } else {
-        for (int64_t k = 0; k < len; ++k)
-          x[k] = e[k] / sum;
-      }
-      storeF32(x, len, out->data, out->elementType, o * len);
+      float *y = outRowF32(out, o * len, buf, {in});
+      softmaxRow(rowF32(in, o * len, len, x), len, logSoftmax, e, y);
+      storeRowF32(y, len, out, o * len);
     }
   });
   return true;
@@ -65,25 +107,21 @@ static bool fastSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
   if (v.inner != 1 || !f32FastPath(compute, {dy, y, dx}))
     return false;
   int64_t len = v.len;
+  auto softmaxGradRow = MP_BY_ISA(softmaxGradRow);
   parallelFor(v.outer, rowGrain(len), [&](int64_t begin, int64_t end) {
-    float *g = scratchRow(0, len), *p = scratchRow(1, len);
+    float *g = scratchRow(0, len), *p = scratchRow(1, len),
+          *buf = scratchRow(2, len);
     for (int64_t o = begin; o < end; ++o) {
-      loadF32(dy->data, dy->elementType, o * len, len, g);
-      loadF32(y->data, y->elementType, o * len, len, p);
-      float sum =
-          logSoftmax
-              ? laneReduce(len, 0.0f, [g](int64_t k) { return g[k]; },
-                           std::plus<float>())
-              : laneReduce(len, 0.0f,
-                           [g, p](int64_t k) { return g[k] * p[k]; },
-                           std::plus<float>());
-      for (int64_t k = 0; k < len; ++k)
-        g[k] = logSoftmax ? g[k] - expF(p[k]) * sum : p[k] * (g[k] - sum);
-      storeF32(g, len, dx->data, dx->elementType, o * len);
+      float *out = outRowF32(dx, o * len, buf, {dy, y});
+      softmaxGradRow(rowF32(dy, o * len, len, g), rowF32(y, o * len, len, p),
+                     len, logSoftmax, out);
+      storeRowF32(out, len, dx, o * len);
     }
   });
   return true;
 }
+
+#undef MP_BY_ISA
 
 extern "C" mpStatus mpSoftmax(const mpTensor *in, mpTensor *out,
                               int64_t axis, int32_t logSoftmax,

@@ -135,12 +135,49 @@ struct Operand {
   }
 };
 
-/// A thread's scratch row of `n` floats (grown on demand, reused).
+/// A thread's scratch row of `n` floats (grown on demand, reused); slot is
+/// below 6.
 inline float *scratchRow(int slot, int64_t n) {
-  thread_local std::vector<float> rows[4];
+  thread_local std::vector<float> rows[6];
   if (int64_t(rows[slot].size()) < n)
     rows[slot].resize(n);
   return rows[slot].data();
+}
+
+/// Elements [offset, offset + n) of `t` as f32: t's own when it is stored
+/// as f32, otherwise converted into `buf`.
+inline const float *rowF32(const mpTensor *t, int64_t offset, int64_t n,
+                           float *buf) {
+  if (t->elementType == MP_F32)
+    return static_cast<const float *>(t->data) + offset;
+  loadF32(t->data, t->elementType, offset, n, buf);
+  return buf;
+}
+
+/// Where a row kernel writes elements [offset, ...) of `out`: out's own when
+/// it is stored as f32 and overlaps none of `inputs` (which the kernel reads
+/// while it writes, through __restrict pointers), otherwise `buf`, which
+/// storeRowF32 then rounds into `out`.
+inline float *outRowF32(mpTensor *out, int64_t offset, float *buf,
+                        std::initializer_list<const mpTensor *> inputs) {
+  if (out->elementType != MP_F32)
+    return buf;
+  auto begin = [](const mpTensor *t) {
+    return reinterpret_cast<uintptr_t>(t->data);
+  };
+  auto end = [&](const mpTensor *t) {
+    return begin(t) +
+           uintptr_t(mpNumElements(t)) * mpElementSize(t->elementType);
+  };
+  for (const mpTensor *t : inputs)
+    if (begin(t) < end(out) && begin(out) < end(t))
+      return buf;
+  return static_cast<float *>(out->data) + offset;
+}
+inline void storeRowF32(const float *row, int64_t n, mpTensor *out,
+                        int64_t offset) {
+  if (row != static_cast<float *>(out->data) + offset)
+    storeF32(row, n, out->data, out->elementType, offset);
 }
 
 /// Whether a kernel computing in f32 may take its fast path on `tensors`:

@@ -58,6 +58,14 @@ template <typename Fn> Fn forIsa(Fn avx512, Fn avx2, Fn base) {
   return cpu.avx512 ? avx512 : cpu.avx2 ? avx2 : base;
 }
 
+// The instruction sets a kernel's loops are compiled for besides the
+// baseline: a macro defines each loop once per SUFFIX and TARGET, and
+// forIsa picks the variant (there is no FMA contraction in any:
+// -ffp-contract=off, so the variants give the same bits).
+#define MP_TARGET_AVX512                                                       \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define MP_TARGET_AVX2 __attribute__((target("avx2")))
+
 /// Converts data[offset, offset + n) of type `t` (f32, f16, bf16, or i1 as
 /// 0 or 1) to f32 (exact).
 void loadF32(const void *data, mpElementType t, int64_t offset, int64_t n,
