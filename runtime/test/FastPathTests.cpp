@@ -335,6 +335,15 @@ void testElementwise(std::mt19937_64 &rng) {
           mpTensor X = x.tensor();
           return mpUnary(mpUnaryKind(k), &X, &X, MP_F32);
         }, why);
+      Buffer saved(t, {n});
+      fill(saved, rng);
+      mpTensor S0 = saved.tensor();
+      for (int k : {int(MP_RELU_GRAD), int(MP_GELU_GRAD)})
+        inPlaceOk &= sameBits({&x}, [&] {
+          mpTensor X = x.tensor();
+          return mpActivationGrad(mpActivationGradKind(k), &X, &S0, &X,
+                                  MP_F32);
+        }, why);
       int64_t seedValue = int64_t(rng());
       mpTensor S{};
       S.data = &seedValue;
@@ -344,7 +353,8 @@ void testElementwise(std::mt19937_64 &rng) {
         return mpDropout(&X, &S, &X, 0.25f, 7, MP_F32);
       }, why);
     }
-  check(inPlaceOk, "unary ops and dropout in place " + why);
+  check(inPlaceOk,
+        "unary ops, activation gradients and dropout in place " + why);
 
   // A dense sweep of [-110, 90] in steps of 2^-6 through every unary op and
   // activation gradient in f32: expF's subnormal band and its cut to zero

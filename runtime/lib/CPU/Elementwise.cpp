@@ -166,14 +166,17 @@ void byIsa(Fn avx512, Fn avx2, Fn base, Args... args) {
 /// MP_CPU_ISA caps them.
 #define MP_ELEMENT_LOOPS(SUFFIX, TARGET)                                       \
   template <mpUnaryKind K>                                                     \
-  TARGET void unaryLoop##SUFFIX(float *x, int64_t n) {                         \
+  TARGET void unaryLoop##SUFFIX(const float *__restrict x, int64_t n,          \
+                                float *__restrict y) {                         \
     for (int64_t i = 0; i < n; ++i)                                            \
-      x[i] = unary(K, x[i]);                                                   \
+      y[i] = unary(K, x[i]);                                                   \
   }                                                                            \
   template <mpActivationGradKind K>                                            \
-  TARGET void gradLoop##SUFFIX(float *g, const float *s, int64_t n) {          \
+  TARGET void gradLoop##SUFFIX(const float *__restrict g,                      \
+                               const float *__restrict s, int64_t n,           \
+                               float *__restrict dx) {                         \
     for (int64_t i = 0; i < n; ++i)                                            \
-      g[i] = activationGrad(K, g[i], s[i]);                                    \
+      dx[i] = activationGrad(K, g[i], s[i]);                                   \
   }
 MP_ELEMENT_LOOPS(Avx512, MP_TARGET_AVX512)
 MP_ELEMENT_LOOPS(Avx2, MP_TARGET_AVX2)
@@ -342,41 +345,56 @@ void philoxWords(uint64_t seed, uint64_t stream, uint64_t first,
 }
 
 /// The loop of kind K for this CPU.
-template <mpUnaryKind K> void unaryLoop(float *x, int64_t n) {
-  byIsa(unaryLoopAvx512<K>, unaryLoopAvx2<K>, unaryLoopBase<K>, x, n);
+template <mpUnaryKind K> void unaryLoop(const float *x, int64_t n, float *y) {
+  byIsa(unaryLoopAvx512<K>, unaryLoopAvx2<K>, unaryLoopBase<K>, x, n, y);
 }
 
 template <mpActivationGradKind K>
-void gradLoop(float *g, const float *s, int64_t n) {
-  byIsa(gradLoopAvx512<K>, gradLoopAvx2<K>, gradLoopBase<K>, g, s, n);
+void gradLoop(const float *g, const float *s, int64_t n, float *dx) {
+  byIsa(gradLoopAvx512<K>, gradLoopAvx2<K>, gradLoopBase<K>, g, s, n, dx);
 }
 
-void unaryTile(mpUnaryKind kind, float *x, int64_t n) {
+/// y = kind(x) over n elements; y overlaps no input (nor do dx below).
+void unaryTile(mpUnaryKind kind, const float *x, int64_t n, float *y) {
   switch (kind) {
-  case MP_NEG: return unaryLoop<MP_NEG>(x, n);
-  case MP_RELU: return unaryLoop<MP_RELU>(x, n);
-  case MP_SQUARE: return unaryLoop<MP_SQUARE>(x, n);
-  case MP_GELU: return unaryLoop<MP_GELU>(x, n);
-  case MP_GELU_TANH: return unaryLoop<MP_GELU_TANH>(x, n);
-  case MP_TANH: return unaryLoop<MP_TANH>(x, n);
-  case MP_SIGMOID: return unaryLoop<MP_SIGMOID>(x, n);
-  case MP_EXP: return unaryLoop<MP_EXP>(x, n);
-  case MP_ERF: return unaryLoop<MP_ERF>(x, n);
+  case MP_NEG: return unaryLoop<MP_NEG>(x, n, y);
+  case MP_RELU: return unaryLoop<MP_RELU>(x, n, y);
+  case MP_SQUARE: return unaryLoop<MP_SQUARE>(x, n, y);
+  case MP_GELU: return unaryLoop<MP_GELU>(x, n, y);
+  case MP_GELU_TANH: return unaryLoop<MP_GELU_TANH>(x, n, y);
+  case MP_TANH: return unaryLoop<MP_TANH>(x, n, y);
+  case MP_SIGMOID: return unaryLoop<MP_SIGMOID>(x, n, y);
+  case MP_EXP: return unaryLoop<MP_EXP>(x, n, y);
+  case MP_ERF: return unaryLoop<MP_ERF>(x, n, y);
   default: // libm's calls: one element at a time
     for (int64_t i = 0; i < n; ++i)
-      x[i] = unary(kind, x[i]);
+      y[i] = unary(kind, x[i]);
   }
 }
 
-void activationGradTile(mpActivationGradKind kind, float *g, const float *s,
-                        int64_t n) {
+void activationGradTile(mpActivationGradKind kind, const float *g,
+                        const float *s, int64_t n, float *dx) {
   switch (kind) {
-  case MP_RELU_GRAD: return gradLoop<MP_RELU_GRAD>(g, s, n);
-  case MP_GELU_GRAD: return gradLoop<MP_GELU_GRAD>(g, s, n);
-  case MP_GELU_TANH_GRAD: return gradLoop<MP_GELU_TANH_GRAD>(g, s, n);
-  case MP_TANH_GRAD: return gradLoop<MP_TANH_GRAD>(g, s, n);
-  case MP_SIGMOID_GRAD: return gradLoop<MP_SIGMOID_GRAD>(g, s, n);
+  case MP_RELU_GRAD: return gradLoop<MP_RELU_GRAD>(g, s, n, dx);
+  case MP_GELU_GRAD: return gradLoop<MP_GELU_GRAD>(g, s, n, dx);
+  case MP_GELU_TANH_GRAD: return gradLoop<MP_GELU_TANH_GRAD>(g, s, n, dx);
+  case MP_TANH_GRAD: return gradLoop<MP_TANH_GRAD>(g, s, n, dx);
+  case MP_SIGMOID_GRAD: return gradLoop<MP_SIGMOID_GRAD>(g, s, n, dx);
   }
+}
+
+/// Whether an elementwise kernel may read its f32 operands and write its
+/// f32 result where they are, without tiles: f32 throughout and a result
+/// that overlaps no operand.
+bool directF32(mpElementType compute, mpTensor *out,
+                std::initializer_list<const mpTensor *> inputs) {
+  if (compute != MP_F32 || out->elementType != MP_F32 ||
+      overlapsAny(out, inputs))
+    return false;
+  for (const mpTensor *t : inputs)
+    if (t->elementType != MP_F32)
+      return false;
+  return true;
 }
 
 bool fastUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
@@ -384,17 +402,25 @@ bool fastUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
   if (!tileTypes({in->elementType, out->elementType, compute}))
     return false;
   bool cheap = kind == MP_NEG || kind == MP_RELU || kind == MP_SQUARE;
-  forEachTile(mpNumElements(in), cheap ? kCheapTiles : kCostlyTiles,
-              [&](int64_t i, int64_t n) {
-                float x[kTile];
-                loadF32(in->data, in->elementType, i, n, x);
-                if (roundsFrom(compute, in->elementType))
-                  roundF32(x, n, compute);
-                unaryTile(kind, x, n);
-                if (roundsFrom(compute, out->elementType))
-                  roundF32(x, n, compute);
-                storeF32(x, n, out->data, out->elementType, i);
-              });
+  int64_t grain = cheap ? kCheapTiles : kCostlyTiles;
+  if (directF32(compute, out, {in})) {
+    auto *x = static_cast<const float *>(in->data);
+    auto *y = static_cast<float *>(out->data);
+    forEachTile(mpNumElements(in), grain, [&](int64_t i, int64_t n) {
+      unaryTile(kind, x + i, n, y + i);
+    });
+    return true;
+  }
+  forEachTile(mpNumElements(in), grain, [&](int64_t i, int64_t n) {
+    float x[kTile], y[kTile];
+    loadF32(in->data, in->elementType, i, n, x);
+    if (roundsFrom(compute, in->elementType))
+      roundF32(x, n, compute);
+    unaryTile(kind, x, n, y);
+    if (roundsFrom(compute, out->elementType))
+      roundF32(y, n, compute);
+    storeF32(y, n, out->data, out->elementType, i);
+  });
   return true;
 }
 
@@ -406,20 +432,29 @@ bool fastActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
     return false;
   bool cheap =
       kind == MP_RELU_GRAD || kind == MP_TANH_GRAD || kind == MP_SIGMOID_GRAD;
-  forEachTile(mpNumElements(dy), cheap ? kCheapTiles : kCostlyTiles,
-              [&](int64_t i, int64_t n) {
-                float g[kTile], s[kTile];
-                loadF32(dy->data, dy->elementType, i, n, g);
-                loadF32(saved->data, saved->elementType, i, n, s);
-                if (roundsFrom(compute, dy->elementType))
-                  roundF32(g, n, compute);
-                if (roundsFrom(compute, saved->elementType))
-                  roundF32(s, n, compute);
-                activationGradTile(kind, g, s, n);
-                if (roundsFrom(compute, dx->elementType))
-                  roundF32(g, n, compute);
-                storeF32(g, n, dx->data, dx->elementType, i);
-              });
+  int64_t grain = cheap ? kCheapTiles : kCostlyTiles;
+  if (directF32(compute, dx, {dy, saved})) {
+    auto *g = static_cast<const float *>(dy->data);
+    auto *s = static_cast<const float *>(saved->data);
+    auto *d = static_cast<float *>(dx->data);
+    forEachTile(mpNumElements(dy), grain, [&](int64_t i, int64_t n) {
+      activationGradTile(kind, g + i, s + i, n, d + i);
+    });
+    return true;
+  }
+  forEachTile(mpNumElements(dy), grain, [&](int64_t i, int64_t n) {
+    float g[kTile], s[kTile], d[kTile];
+    loadF32(dy->data, dy->elementType, i, n, g);
+    loadF32(saved->data, saved->elementType, i, n, s);
+    if (roundsFrom(compute, dy->elementType))
+      roundF32(g, n, compute);
+    if (roundsFrom(compute, saved->elementType))
+      roundF32(s, n, compute);
+    activationGradTile(kind, g, s, n, d);
+    if (roundsFrom(compute, dx->elementType))
+      roundF32(d, n, compute);
+    storeF32(d, n, dx->data, dx->elementType, i);
+  });
   return true;
 }
 

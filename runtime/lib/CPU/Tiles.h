@@ -144,6 +144,22 @@ inline float *scratchRow(int slot, int64_t n) {
   return rows[slot].data();
 }
 
+/// Whether the storage of `out` overlaps that of any of `inputs`.
+inline bool overlapsAny(const mpTensor *out,
+                        std::initializer_list<const mpTensor *> inputs) {
+  auto begin = [](const mpTensor *t) {
+    return reinterpret_cast<uintptr_t>(t->data);
+  };
+  auto end = [&](const mpTensor *t) {
+    return begin(t) +
+           uintptr_t(mpNumElements(t)) * mpElementSize(t->elementType);
+  };
+  for (const mpTensor *t : inputs)
+    if (begin(t) < end(out) && begin(out) < end(t))
+      return true;
+  return false;
+}
+
 /// Elements [offset, offset + n) of `t` as f32: t's own when it is stored
 /// as f32, otherwise converted into `buf`.
 inline const float *rowF32(const mpTensor *t, int64_t offset, int64_t n,
@@ -160,18 +176,8 @@ inline const float *rowF32(const mpTensor *t, int64_t offset, int64_t n,
 /// storeRowF32 then rounds into `out`.
 inline float *outRowF32(mpTensor *out, int64_t offset, float *buf,
                         std::initializer_list<const mpTensor *> inputs) {
-  if (out->elementType != MP_F32)
+  if (out->elementType != MP_F32 || overlapsAny(out, inputs))
     return buf;
-  auto begin = [](const mpTensor *t) {
-    return reinterpret_cast<uintptr_t>(t->data);
-  };
-  auto end = [&](const mpTensor *t) {
-    return begin(t) +
-           uintptr_t(mpNumElements(t)) * mpElementSize(t->elementType);
-  };
-  for (const mpTensor *t : inputs)
-    if (begin(t) < end(out) && begin(out) < end(t))
-      return buf;
   return static_cast<float *>(out->data) + offset;
 }
 inline void storeRowF32(const float *row, int64_t n, mpTensor *out,
