@@ -56,14 +56,6 @@ inline float floatOf(uint32_t u) {
   return x;
 }
 
-/// a * b + c, rounded once. The polynomials below take their Horner steps
-/// with it: one instruction, and one rounding fewer per step, where the
-/// vectorised loops run (they are compiled for FMA: Vector.h's
-/// MP_TARGET_*). A reference loop, compiled for the baseline, calls libm's
-/// fmaf, which gives the same bits (more slowly, and far more slowly on an
-/// x86 CPU without FMA).
-inline float mulAddF(float a, float b, float c) { return std::fma(a, b, c); }
-
 /// c ? a : b, by masking bits: both values are computed, so no branch is
 /// left for the compiler to move their arithmetic into (with trapping math
 /// it may not speculate a division out of a branch, and the loop would not
@@ -112,12 +104,12 @@ inline float expSumF(float a, float c) {
   r = r + c;
   float z = r * r;
   float p = 1.9875691500e-4f;
-  p = mulAddF(p, r, 1.3981999507e-3f);
-  p = mulAddF(p, r, 8.3334519073e-3f);
-  p = mulAddF(p, r, 4.1665795894e-2f);
-  p = mulAddF(p, r, 1.6666665459e-1f);
-  p = mulAddF(p, r, 5.0000001201e-1f);
-  p = mulAddF(p, z, r) + 1.0f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * z + r + 1.0f;
   // 2^n as 2^(n/2) 2^(n - n/2), n in [-150, 129]: both halves are normal
   // floats, and a subnormal result is rounded once, by the last product.
   uint32_t half = uint32_t(int32_t(n) >> 1);
@@ -135,17 +127,17 @@ inline float expF(float x) { return expSumF(x, 0.0f); }
 inline float erfSmallOverZ(float z) {
   float s = z * z;
   float p = -1.22905552e-09f;
-  p = mulAddF(p, s, 1.48071928e-08f);
-  p = mulAddF(p, s, -1.63658441e-07f);
-  p = mulAddF(p, s, 1.64621144e-06f);
-  p = mulAddF(p, s, -1.49256502e-05f);
-  p = mulAddF(p, s, 1.20553326e-04f);
-  p = mulAddF(p, s, -8.54832702e-04f);
-  p = mulAddF(p, s, 5.22397785e-03f);
-  p = mulAddF(p, s, -2.68661715e-02f);
-  p = mulAddF(p, s, 1.12837918e-01f);
-  p = mulAddF(p, s, -3.76126379e-01f);
-  p = mulAddF(p, s, 1.12837923e+00f);
+  p = p * s + 1.48071928e-08f;
+  p = p * s + -1.63658441e-07f;
+  p = p * s + 1.64621144e-06f;
+  p = p * s + -1.49256502e-05f;
+  p = p * s + 1.20553326e-04f;
+  p = p * s + -8.54832702e-04f;
+  p = p * s + 5.22397785e-03f;
+  p = p * s + -2.68661715e-02f;
+  p = p * s + 1.12837918e-01f;
+  p = p * s + -3.76126379e-01f;
+  p = p * s + 1.12837923e+00f;
   return p;
 }
 
@@ -155,15 +147,15 @@ inline float erfSmallOverZ(float z) {
 inline float erfcLarge(float z, float hi, float lo) {
   float t = 1.0f / (1.0f + 0.5f * z);
   float q = 0.17087277f;
-  q = mulAddF(q, t, -0.82215223f);
-  q = mulAddF(q, t, 1.48851587f);
-  q = mulAddF(q, t, -1.13520398f);
-  q = mulAddF(q, t, 0.27886807f);
-  q = mulAddF(q, t, -0.18628806f);
-  q = mulAddF(q, t, 0.09678418f);
-  q = mulAddF(q, t, 0.37409196f);
-  q = mulAddF(q, t, 1.00002368f);
-  q = mulAddF(q, t, -1.26551223f);
+  q = q * t + -0.82215223f;
+  q = q * t + 1.48851587f;
+  q = q * t + -1.13520398f;
+  q = q * t + 0.27886807f;
+  q = q * t + -0.18628806f;
+  q = q * t + 0.09678418f;
+  q = q * t + 0.37409196f;
+  q = q * t + 1.00002368f;
+  q = q * t + -1.26551223f;
   return t * expF(-hi) * expF(q - lo);
 }
 
@@ -189,16 +181,16 @@ inline float erfF(float z) {
 /// as z grows.
 inline float erfcxOverT(float t) {
   float p = 3.911756352e-02f;
-  p = mulAddF(p, t, -2.106787413e-01f);
-  p = mulAddF(p, t, 4.318269193e-01f);
-  p = mulAddF(p, t, -3.639399707e-01f);
-  p = mulAddF(p, t, 4.766031727e-02f);
-  p = mulAddF(p, t, -7.719788235e-03f);
-  p = mulAddF(p, t, 7.272148877e-02f);
-  p = mulAddF(p, t, 1.807397306e-01f);
-  p = mulAddF(p, t, 2.460083514e-01f);
-  p = mulAddF(p, t, 2.821723223e-01f);
-  p = mulAddF(p, t, 2.820918262e-01f);
+  p = p * t + -2.106787413e-01f;
+  p = p * t + 4.318269193e-01f;
+  p = p * t + -3.639399707e-01f;
+  p = p * t + 4.766031727e-02f;
+  p = p * t + -7.719788235e-03f;
+  p = p * t + 7.272148877e-02f;
+  p = p * t + 1.807397306e-01f;
+  p = p * t + 2.460083514e-01f;
+  p = p * t + 2.821723223e-01f;
+  p = p * t + 2.820918262e-01f;
   return p;
 }
 
@@ -235,16 +227,16 @@ inline float tanhF(float x) {
   // at |x| = 1/2).
   float s = x * x;
   float p = 9.69153796e-05f;
-  p = mulAddF(p, s, -2.39129114e-04f);
-  p = mulAddF(p, s, 5.90027441e-04f);
-  p = mulAddF(p, s, -1.45583439e-03f);
-  p = mulAddF(p, s, 3.59212804e-03f);
-  p = mulAddF(p, s, -8.86323553e-03f);
-  p = mulAddF(p, s, 2.18694885e-02f);
-  p = mulAddF(p, s, -5.39682540e-02f);
-  p = mulAddF(p, s, 1.33333333e-01f);
-  p = mulAddF(p, s, -3.33333333e-01f);
-  p = mulAddF(p, s, 1.0f);
+  p = p * s + -2.39129114e-04f;
+  p = p * s + 5.90027441e-04f;
+  p = p * s + -1.45583439e-03f;
+  p = p * s + 3.59212804e-03f;
+  p = p * s + -8.86323553e-03f;
+  p = p * s + 2.18694885e-02f;
+  p = p * s + -5.39682540e-02f;
+  p = p * s + 1.33333333e-01f;
+  p = p * s + -3.33333333e-01f;
+  p = p * s + 1.0f;
   float small = x * p;
   // 1 - 2 / (e^2a + 1): 1 once e^2a overflows (a past 44), as it must.
   float large = withSignOf(1.0f - 2.0f / (expF(2.0f * a) + 1.0f), x);

@@ -44,7 +44,7 @@ inline bool isTileType(mpElementType t) {
 /// What the CPU offers the kernels, read once with cpuid, less what
 /// MP_CPU_ISA (avx2, scalar) leaves out.
 struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false; // avx2 only with fma
+  bool avx2 = false, fma = false, f16c = false;
   bool avx512 = false;     // AVX-512 F, BW, VL, DQ
   bool avx512bf16 = false; // vdpbf16ps (oneDNN's bf16 GEMM)
   bool amx = false;        // AMX tiles with bf16
@@ -60,12 +60,11 @@ template <typename Fn> Fn forIsa(Fn avx512, Fn avx2, Fn base) {
 
 // The instruction sets a kernel's loops are compiled for besides the
 // baseline: a macro defines each loop once per SUFFIX and TARGET, and
-// forIsa picks the variant. There is no FMA contraction in any
-// (-ffp-contract=off), so the variants give the same bits; both targets
-// have FMA for Math.h's explicit mulAddF (AVX-512 F implies it).
+// forIsa picks the variant (there is no FMA contraction in any:
+// -ffp-contract=off, so the variants give the same bits).
 #define MP_TARGET_AVX512                                                       \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-#define MP_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define MP_TARGET_AVX2 __attribute__((target("avx2")))
 
 /// Converts data[offset, offset + n) of type `t` (f32, f16, bf16, or i1 as
 /// 0 or 1) to f32 (exact).
