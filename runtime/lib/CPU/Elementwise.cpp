@@ -143,11 +143,13 @@ bool tileTypes(std::initializer_list<mpElementType> types) {
   return true;
 }
 
-/// `a[i] = f(a[i], b[i])` over a tile, as a loop the compiler can
-/// vectorise.
-template <typename F> void each2(float *a, const float *b, int64_t n, F f) {
+/// `c[i] = f(a[i], b[i])` over a tile, as a loop the compiler can
+/// vectorise (c overlaps neither operand).
+template <typename F>
+void each2(const float *__restrict a, const float *__restrict b,
+           float *__restrict c, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i)
-    a[i] = f(a[i], b[i]);
+    c[i] = f(a[i], b[i]);
 }
 
 /// Calls the variant of a loop compiled for the vector instructions this
@@ -458,18 +460,19 @@ bool fastActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
   return true;
 }
 
-void binaryTile(mpBinaryKind kind, float *a, const float *b, int64_t n) {
+void binaryTile(mpBinaryKind kind, const float *a, const float *b, int64_t n,
+                float *c) {
   switch (kind) {
   case MP_ADD:
-    return each2(a, b, n, [](float x, float y) { return x + y; });
+    return each2(a, b, c, n, [](float x, float y) { return x + y; });
   case MP_SUB:
-    return each2(a, b, n, [](float x, float y) { return x - y; });
+    return each2(a, b, c, n, [](float x, float y) { return x - y; });
   case MP_MUL:
-    return each2(a, b, n, [](float x, float y) { return x * y; });
+    return each2(a, b, c, n, [](float x, float y) { return x * y; });
   case MP_DIV:
-    return each2(a, b, n, [](float x, float y) { return x / y; });
+    return each2(a, b, c, n, [](float x, float y) { return x / y; });
   default:
-    return each2(a, b, n,
+    return each2(a, b, c, n,
                  [kind](float x, float y) { return binary(kind, x, y); });
   }
 }
@@ -483,18 +486,33 @@ bool fastBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
   Operand l, r;
   l.init(lhs, *out, ls);
   r.init(rhs, *out, rs);
+  // f32 throughout: operands read where they lie when a tile is one run of
+  // them, and the result written in place.
+  bool direct = directF32(compute, out, {lhs, rhs});
   forEachTile(mpNumElements(out), kCheapTiles, [&](int64_t i, int64_t n) {
-    float a[kTile], b[kTile];
-    l.load(i, n, a);
-    r.load(i, n, b);
-    if (roundsFrom(compute, lhs->elementType))
-      roundF32(a, n, compute);
-    if (roundsFrom(compute, rhs->elementType))
-      roundF32(b, n, compute);
-    binaryTile(kind, a, b, n);
+    float a[kTile], b[kTile], c[kTile];
+    const float *pa = direct ? l.direct(i, n) : nullptr;
+    const float *pb = direct ? r.direct(i, n) : nullptr;
+    if (!pa) {
+      l.load(i, n, a);
+      if (roundsFrom(compute, lhs->elementType))
+        roundF32(a, n, compute);
+      pa = a;
+    }
+    if (!pb) {
+      r.load(i, n, b);
+      if (roundsFrom(compute, rhs->elementType))
+        roundF32(b, n, compute);
+      pb = b;
+    }
+    if (direct) {
+      binaryTile(kind, pa, pb, n, static_cast<float *>(out->data) + i);
+      return;
+    }
+    binaryTile(kind, pa, pb, n, c);
     if (roundsFrom(compute, out->elementType))
-      roundF32(a, n, compute);
-    storeF32(a, n, out->data, out->elementType, i);
+      roundF32(c, n, compute);
+    storeF32(c, n, out->data, out->elementType, i);
   });
   return true;
 }

@@ -76,6 +76,15 @@ struct Operand {
     return d < 0;
   }
 
+  /// Output elements [i, i + n) where they lie, when `t` is stored as f32
+  /// and they are one run of it; null otherwise (load converts them).
+  const float *direct(int64_t i, int64_t n) const {
+    if (general || t->elementType != MP_F32 || inner != 1 ||
+        i % period + n > period)
+      return nullptr;
+    return static_cast<const float *>(t->data) + i % period;
+  }
+
   /// Output elements [i, i + n) into `x` as f32.
   void load(int64_t i, int64_t n, float *x) const {
     if (general)
