@@ -189,6 +189,19 @@ extern "C" mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
   return MP_OK;
 }
 
+/// acc[j] combined with x[j], for j < n, as the reduction loops combine:
+/// a sum, or a maximum that a NaN wins.
+static void addRow(float *__restrict acc, const float *__restrict x,
+                   int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    acc[j] = acc[j] + x[j];
+}
+static void maxRow(float *__restrict acc, const float *__restrict x,
+                   int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    acc[j] = std::isnan(x[j]) || x[j] > acc[j] ? x[j] : acc[j];
+}
+
 /// mpReduce over axes [first, last) of `in`, as [outer, count, inner] with
 /// f32 compute, or false for other cases.
 static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
@@ -225,9 +238,9 @@ static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
                     float acc = max ? -INFINITY : 0.0f;
                     for (int64_t k = 0; k < count; k += kTile) {
                       int64_t n = std::min(kTile, count - k);
-                      loadF32(in->data, in->elementType, o * count + k, n, x);
+                      const float *row = rowF32(in, o * count + k, n, x);
                       for (int64_t j = 0; j < n; ++j)
-                        acc = combine(acc, x[j]);
+                        acc = combine(acc, row[j]);
                     }
                     finish(&acc, 1, o);
                   }
@@ -240,6 +253,7 @@ static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
   int64_t columns = outer * inner;
   int64_t width = std::min<int64_t>(
       kTile, std::max<int64_t>(64, (columns / kernelThreads() + 15) / 16 * 16));
+  auto combineRow = max ? maxRow : addRow;
   parallelFor((columns + width - 1) / width,
               std::max<int64_t>(1, 16 / (count + 1)),
               [&](int64_t begin, int64_t end) {
@@ -254,12 +268,11 @@ static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
                     float *a = acc + (c - c0);
                     for (int64_t j = 0; j < len; ++j)
                       a[j] = max ? -INFINITY : 0.0f;
-                    for (int64_t k = 0; k < count; ++k) {
-                      loadF32(in->data, in->elementType,
-                              (o * count + k) * inner + i, len, x);
-                      for (int64_t j = 0; j < len; ++j)
-                        a[j] = combine(a[j], x[j]);
-                    }
+                    for (int64_t k = 0; k < count; ++k)
+                      combineRow(a,
+                                 rowF32(in, (o * count + k) * inner + i, len,
+                                        x),
+                                 len);
                     c += len;
                   }
                   finish(acc, n, c0);
