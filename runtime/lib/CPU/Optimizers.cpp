@@ -45,10 +45,13 @@ static void writeCopy(const mpTensor *param, mpTensor *copy, int64_t i,
 /// (the reference loop), or, with the fast kernels on, `tile(i, g, len)` for
 /// every tile of `len` elements from i with their gradients in g; then
 /// writes the updated elements of `param` into `copy` (if any), a tile at a
-/// time.
+/// time. An f32 gradient that overlaps none of the tensors the update
+/// writes (`written`: the parameter and its state) is read where it lies.
 template <typename Update, typename Tile>
 static void forEachGradient(const mpTensor *grad, const mpTensor *param,
-                            mpTensor *copy, Update update, Tile tile) {
+                            mpTensor *copy,
+                            std::initializer_list<const mpTensor *> written,
+                            Update update, Tile tile) {
   int64_t n = mpNumElements(grad);
   if (!libraryKernelsEnabled() || !isTileType(grad->elementType)) {
     for (int64_t i = 0; i < n; ++i)
@@ -56,10 +59,16 @@ static void forEachGradient(const mpTensor *grad, const mpTensor *param,
     writeCopy(param, copy, 0, n);
     return;
   }
+  bool direct = grad->elementType == MP_F32 && !overlapsAny(grad, written) &&
+                !(copy && overlapsAny(grad, {copy}));
   forEachTile(n, 8, [&](int64_t i, int64_t len) {
     float g[kTile];
-    loadF32(grad->data, grad->elementType, i, len, g);
-    tile(i, g, len);
+    if (direct)
+      tile(i, static_cast<const float *>(grad->data) + i, len);
+    else {
+      loadF32(grad->data, grad->elementType, i, len, g);
+      tile(i, g, len);
+    }
     writeCopy(param, copy, i, len);
   });
 }
@@ -163,7 +172,7 @@ extern "C" mpStatus mpSgdUpdateWithCopy(mpTensor *param, const mpTensor *grad,
                             sgdTileAvx2<true, false>, sgdTileBase<true, false>);
   SgdOptions options{lr, momentum, weightDecay};
   forEachGradient(
-      grad, param, copy,
+      grad, param, copy, {param, momentumBuffer ? momentumBuffer : param},
       [&](int64_t i, float g) {
         g = g + weightDecay * p[i];
         if (b) {
@@ -228,7 +237,7 @@ extern "C" mpStatus mpAdamUpdateWithCopy(mpTensor *param, const mpTensor *grad,
                       epsilon,
                       stepSize};
   forEachGradient(
-      grad, param, copy,
+      grad, param, copy, {param, firstMoment, secondMoment},
       [&](int64_t i, float g) {
         if (weightDecay != 0)
           p[i] = p[i] * (1 - lr * weightDecay);
