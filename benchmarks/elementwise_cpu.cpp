@@ -7,9 +7,10 @@
 // storage. ReLU, which only moves bytes, is the floor: the table gives
 // ns per element and each kind's time as a ratio to ReLU's in the same
 // run. Softmax over rows of 128 (GPT-2's attention), a select under a
-// causal mask [128, 128], layer norm over rows of 256 (a hidden state) and
-// dropout at rate 0.1 (its gradient is the same op) follow, on as many
-// elements. The kinds alternate in one process, 12
+// causal mask [128, 128], layer norm over rows of 256 (a hidden state),
+// dropout at rate 0.1 (its gradient is the same op) and three binary ops
+// (an add of two whole tensors, a bias add over rows of 256, a multiply by
+// a scalar) follow, on as many elements. The kinds alternate in one process, 12
 // times; each entry is the minimum of the last 10. Build against the
 // runtime library of a Release build (one command):
 //
@@ -67,11 +68,13 @@ int main(int argc, char **argv) {
         hdy(type, {hidden, 256}), hdx(type, {hidden, 256});
     Buffer gamma(MP_F32, {256}), beta(MP_F32, {256}), dgamma(MP_F32, {256}),
         dbeta(MP_F32, {256}), mean(MP_F32, {hidden}), rstd(MP_F32, {hidden});
+    Buffer bias(type, {256}), scale(type, {1});
     for (int64_t i = 0; i < 128 * 128; ++i)
       mask.bytes[size_t(i)] = i % 128 <= i / 128; // causal: column <= row
     // The softmax's forward and gradient, the select, the layer norm's
-    // forward and gradient, the dropout, after the kinds.
-    std::vector<std::vector<double>> times(std::size(kinds) * 2 + 6);
+    // forward and gradient, the dropout and the three binary ops, after the
+    // kinds.
+    std::vector<std::vector<double>> times(std::size(kinds) * 2 + 9);
     for (int round = 0; round < 12; ++round) {
       double s0 = nowMs();
       check(mpSoftmax(&scores.t, &probs.t, 1, 0, MP_F32));
@@ -96,6 +99,12 @@ int main(int argc, char **argv) {
       double s5 = nowMs();
       check(mpDropout(&x.t, &seed.t, &y.t, 0.1f, 0, MP_F32));
       double s6 = nowMs();
+      check(mpBinary(MP_ADD, &x.t, &dy.t, &y.t, MP_F32));
+      double s7 = nowMs();
+      check(mpBinary(MP_ADD, &hx.t, &bias.t, &hy.t, MP_F32));
+      double s8 = nowMs();
+      check(mpBinary(MP_MUL, &x.t, &scale.t, &y.t, MP_F32));
+      double s9 = nowMs();
       if (round >= 2) {
         size_t at = std::size(kinds) * 2;
         times[at].push_back(s1 - s0);
@@ -104,6 +113,9 @@ int main(int argc, char **argv) {
         times[at + 3].push_back(s4 - s3);
         times[at + 4].push_back(s5 - s4);
         times[at + 5].push_back(s6 - s5);
+        times[at + 6].push_back(s7 - s6);
+        times[at + 7].push_back(s8 - s7);
+        times[at + 8].push_back(s9 - s8);
       }
       for (size_t k = 0; k < std::size(kinds); ++k) {
         double t0 = nowMs();
@@ -125,7 +137,8 @@ int main(int argc, char **argv) {
                      double(k < std::size(kinds) * 2       ? n
                             : k < std::size(kinds) * 2 + 3 ? rows * 128
                             : k < std::size(kinds) * 2 + 5 ? hidden * 256
-                                                           : n));
+                            : k == std::size(kinds) * 2 + 7 ? hidden * 256
+                                                            : n));
     for (size_t k = 0; k < std::size(kinds); ++k)
       std::printf("%-10s %-5s %8.3f (%4.1fx) %8.3f (%4.1fx)\n",
                   kinds[k].name, type == MP_F32 ? "f32" : "bf16",
@@ -141,9 +154,12 @@ int main(int argc, char **argv) {
     std::printf("%-10s %-5s %8.3f (%4.1fx) %8.3f (%4.1fx)\n", "layer_norm",
                 type == MP_F32 ? "f32" : "bf16", best[at + 3],
                 best[at + 3] / best[0], best[at + 4], best[at + 4] / best[1]);
-    std::printf("%-10s %-5s %8.3f (%4.1fx)\n", "dropout",
-                type == MP_F32 ? "f32" : "bf16", best[at + 5],
-                best[at + 5] / best[0]);
+    const char *binaries[] = {"add", "add_bias", "mul_scalar"};
+    for (size_t k = 0; k < 4; ++k)
+      std::printf("%-10s %-5s %8.3f (%4.1fx)\n",
+                  k ? binaries[k - 1] : "dropout",
+                  type == MP_F32 ? "f32" : "bf16", best[at + 5 + k],
+                  best[at + 5 + k] / best[0]);
   }
   return 0;
 }
