@@ -17,9 +17,12 @@
 // * every unary op, binary op, activation gradient and dropout, in every
 //   storage and compute type among f32/f16/bf16, at sizes from 1 to past the
 //   threading threshold; binary ops under each broadcast form the fast path
-//   takes (whole, bias row, per-row value, scalar, both) and general ones,
-//   which it reads a run of the last dimension at a time; in place; and a
-//   dense sweep of [-110, 90] through every unary op and gradient.
+//   takes (whole, bias row, a bias row longer than a tile, per-row value,
+//   scalar, both) and general ones, which it reads a run of the last
+//   dimension at a time, also f32 throughout (operands read in place) and
+//   with the result over an operand; unary ops, activation gradients and
+//   dropout in place; and a dense sweep of [-110, 90] through every unary
+//   op and gradient.
 // * reductions (sum, mean, max) over leading, trailing, middle and all axes.
 // * batch norm (training, inference, gradient) in NCHW and NHWC.
 // * softmax and log-softmax and their gradients, and layer norm and its
@@ -27,7 +30,8 @@
 //   (masked rows, large logits, i32 and out-of-range labels); transposes,
 //   broadcasts, slices and slice gradients of 2, 4 and 8-byte elements
 //   (empty ones too), and copies (overlapping ones too).
-// * sgd and adam updates and unscale_grads with f16 gradients.
+// * sgd and adam updates (with a rounded copy: bf16 and f32 gradients) and
+//   unscale_grads with f16 gradients.
 // * the vectorisable f32 exp, erf, tanh and normal CDF (Math.h) the
 //   elementwise kernels evaluate, against libm in double: every 4099th f32
 //   and every f32 step of 2^-10 in [-20, 20], within their stated ulps.
@@ -338,12 +342,18 @@ void testElementwise(std::mt19937_64 &rng) {
       Buffer saved(t, {n});
       fill(saved, rng);
       mpTensor S0 = saved.tensor();
-      for (int k : {int(MP_RELU_GRAD), int(MP_GELU_GRAD)})
+      for (int k : {int(MP_RELU_GRAD), int(MP_GELU_GRAD)}) {
         inPlaceOk &= sameBits({&x}, [&] {
           mpTensor X = x.tensor();
           return mpActivationGrad(mpActivationGradKind(k), &X, &S0, &X,
                                   MP_F32);
         }, why);
+        inPlaceOk &= sameBits({&x}, [&] {
+          mpTensor X = x.tensor();
+          return mpActivationGrad(mpActivationGradKind(k), &S0, &X, &X,
+                                  MP_F32);
+        }, why);
+      }
       int64_t seedValue = int64_t(rng());
       mpTensor S{};
       S.data = &seedValue;
@@ -390,6 +400,7 @@ void testElementwise(std::mt19937_64 &rng) {
   } forms[] = {
       {"whole", {37, 129}, {37, 129}, {37, 129}},
       {"bias row", {300, 257}, {257}, {300, 257}},
+      {"long bias row", {7, 3000}, {3000}, {7, 3000}},
       {"per-row value", {300, 257}, {300, 1}, {300, 257}},
       {"scalar", {}, {1001, 3}, {1001, 3}},
       {"middle", {5, 7, 300}, {7, 1}, {5, 7, 300}},
@@ -411,8 +422,33 @@ void testElementwise(std::mt19937_64 &rng) {
             return mpBinary(mpBinaryKind(k), &L, &R, &O, compute);
           }, why);
         }
+    // f32 throughout, where operands are read and the result written in
+    // place; and in place, the result over an operand of its shape.
+    for (int k = MP_ADD; k <= MP_MINIMUM; ++k) {
+      Buffer l(MP_F32, f.lhs), r(MP_F32, f.rhs), o(MP_F32, f.out);
+      fill(l, rng);
+      fill(r, rng);
+      mpTensor L = l.tensor(), R = r.tensor();
+      ok &= sameBits({&o}, [&] {
+        mpTensor O = o.tensor();
+        return mpBinary(mpBinaryKind(k), &L, &R, &O, MP_F32);
+      }, why);
+      for (mpElementType t : kTypes)
+        for (int over = 0; over < 2; ++over) {
+          if ((over ? f.rhs : f.lhs) != f.out)
+            continue;
+          Buffer li(t, f.lhs), ri(t, f.rhs);
+          fill(li, rng);
+          fill(ri, rng);
+          ok &= sameBits({over ? &ri : &li}, [&] {
+            mpTensor LI = li.tensor(), RI = ri.tensor();
+            return mpBinary(mpBinaryKind(k), &LI, &RI, over ? &RI : &LI,
+                            MP_F32);
+          }, why);
+        }
+    }
     check(ok, std::string("every binary op, broadcast form '") + f.name +
-                  "', every type " + why);
+                  "', every type, f32 throughout, in place " + why);
   }
   // Select: the condition in the first form, the chosen-when-true value in
   // the second, the other one whole (then as a scalar, as masks use it).
@@ -517,6 +553,17 @@ void testRows(std::mt19937_64 &rng) {
         ok &= sameBits({&dyIn}, [&] {
           mpTensor DI = dyIn.tensor();
           return mpSoftmaxGrad(&DI, &Y, &DI, axis, log, MP_F32);
+        }, why);
+        Buffer yIn = y;
+        ok &= sameBits({&yIn}, [&] {
+          mpTensor YI = yIn.tensor();
+          return mpSoftmaxGrad(&DY, &YI, &YI, axis, log, MP_F32);
+        }, why);
+        // An f32 result (written in place) from x stored as t.
+        Buffer yF32(MP_F32, shape);
+        ok &= sameBits({&yF32}, [&] {
+          mpTensor YF = yF32.tensor();
+          return mpSoftmax(&X, &YF, axis, log, MP_F32);
         }, why);
       }
   check(ok, "softmax, log-softmax and their gradients over the last axis, "
@@ -652,6 +699,23 @@ void testRows(std::mt19937_64 &rng) {
       ok &= sameBits({&dyIn, &ds, &db}, [&] {
         mpTensor DI = dyIn.tensor(), DS = ds.tensor(), DB = db.tensor();
         return mpLayerNormGrad(&DI, &X, &S, &M, &R, &DI, &DS, &DB, axis,
+                               MP_F32);
+      }, why);
+      Buffer xIn2 = x;
+      ok &= sameBits({&xIn2, &ds, &db}, [&] {
+        mpTensor XI = xIn2.tensor(), DS = ds.tensor(), DB = db.tensor();
+        return mpLayerNormGrad(&DY, &XI, &S, &M, &R, &XI, &DS, &DB, axis,
+                               MP_F32);
+      }, why);
+      // f32 results (written in place) from x and dy stored as t.
+      Buffer yF32(MP_F32, shape), dxF32(MP_F32, shape);
+      ok &= sameBits({&yF32, &mean, &rstd}, [&] {
+        mpTensor YF = yF32.tensor(), M = mean.tensor(), R = rstd.tensor();
+        return mpLayerNorm(&X, &S, &B, &YF, &M, &R, axis, 1e-5f, MP_F32);
+      }, why);
+      ok &= sameBits({&dxF32, &ds, &db}, [&] {
+        mpTensor DF = dxF32.tensor(), DS = ds.tensor(), DB = db.tensor();
+        return mpLayerNormGrad(&DY, &X, &S, &M, &R, &DF, &DS, &DB, axis,
                                MP_F32);
       }, why);
     }
@@ -972,7 +1036,9 @@ void testUpdates(std::mt19937_64 &rng) {
   for (int64_t n : kSizes)
     for (mpElementType c : {MP_F16, MP_BF16})
       for (bool skipping : {false, true}) {
-        Buffer p(MP_F32, {n}), grad(MP_BF16, {n}), buf(MP_F32, {n}),
+        // bf16 gradients (an AMP step's) or f32 ones (read in place).
+        mpElementType gradType = skipping == (n % 2 == 0) ? MP_BF16 : MP_F32;
+        Buffer p(MP_F32, {n}), grad(gradType, {n}), buf(MP_F32, {n}),
             m(MP_F32, {n}), v(MP_F32, {n}), step(MP_I64, {}), copy(c, {n}),
             skip(MP_I1, {}), expect(c, {n});
         fill(p, rng, false);

@@ -138,26 +138,25 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
   loadF32(scale->data, scale->elementType, 0, cols, sc.data());
   loadF32(mean->data, mean->elementType, 0, rows, mus.data());
   loadF32(rstd->data, rstd->elementType, 0, rows, rss.data());
-  // dscale and dbias first (dx may overwrite dy or x, as the reference
-  // loop's does only after reading the row), column by column, rows in
-  // order: blocks of columns narrow enough that every thread gets one (a
-  // hidden size of 256 was one block, on one thread), 16 at the least.
+  // dscale and dbias first, column by column, rows in order: blocks of
+  // columns narrow enough that every thread gets one (a hidden size of 256
+  // was one block, on one thread), 16 at the least. dx may overwrite dy or
+  // x (the reference loop reads each row before it writes it), so the sums
+  // are taken before dx is written, and stored after it, in case dscale or
+  // dbias is what dy or x views.
+  std::vector<float> ds(cols, 0.0f), db(cols, 0.0f);
   int threads = kernelThreads();
   int64_t width = std::clamp<int64_t>(
       (cols + 16 * threads - 1) / (16 * threads) * 16, 16, kTile);
   auto gradientColumns = MP_BY_ISA(gradientColumns);
   parallelFor((cols + width - 1) / width, 1, [&](int64_t begin, int64_t end) {
-    float ds[kTile], db[kTile], g[kTile], xh[kTile];
+    float g[kTile], xh[kTile];
     for (int64_t t = begin; t < end; ++t) {
       int64_t c0 = t * width, n = std::min(width, cols - c0);
-      for (int64_t j = 0; j < n; ++j)
-        ds[j] = db[j] = 0;
       for (int64_t r = 0; r < rows; ++r)
         gradientColumns(rowF32(dy, r * cols + c0, n, g),
-                        rowF32(x, r * cols + c0, n, xh), mus[r], rss[r], n, ds,
-                        db);
-      storeF32(ds, n, dscale->data, dscale->elementType, c0);
-      storeF32(db, n, dbias->data, dbias->elementType, c0);
+                        rowF32(x, r * cols + c0, n, xh), mus[r], rss[r], n,
+                        ds.data() + c0, db.data() + c0);
     }
   });
   // Then dx, row by row.
@@ -174,6 +173,8 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
       storeRowF32(out, cols, dx, r * cols);
     }
   });
+  storeF32(ds.data(), cols, dscale->data, dscale->elementType, 0);
+  storeF32(db.data(), cols, dbias->data, dbias->elementType, 0);
   return true;
 }
 

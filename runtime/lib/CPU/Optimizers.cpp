@@ -4,12 +4,13 @@
 // Adam/AdamW, in f32 on f32 parameters and state. A true skip predicate
 // returns before anything is written, so a skipped step leaves parameters
 // and state bit-identical. Elements are independent: with the fast kernels
-// on, gradients are read in converted tiles and the elements are split
-// across threads, with the same arithmetic per element: each tile runs a
-// loop compiled for AVX-512, AVX2 or the baseline, with the branches on the
-// options outside it, so it vectorises (the square root too: this file is
-// built with -fno-math-errno). The WithCopy forms round each tile of the new
-// parameter into the low-precision copy while it is still in cache.
+// on, gradients are read in converted tiles (an f32 one where it lies) and
+// the elements are split across threads, with the same arithmetic per
+// element: each tile runs a loop compiled for AVX-512, AVX2 or the
+// baseline, with the branches on the options outside it, so it vectorises
+// (the square root too: this file is built with -fno-math-errno). The
+// WithCopy forms round each tile of the new parameter into the
+// low-precision copy while it is still in cache.
 //
 //===----------------------------------------------------------------------===//
 

@@ -38,9 +38,9 @@ static bool valid(const mpTensor *t) {
 /// * softmaxRow: y = softmax(x) or log-softmax(x), with e as scratch;
 /// * softmaxGradRow: dx from dy and the forward result p.
 #define MP_SOFTMAX_LOOPS(SUFFIX, TARGET)                                       \
-  TARGET void softmaxRow##SUFFIX(const float *__restrict x, int64_t n,         \
-                                 int32_t logSoftmax, float *__restrict e,      \
-                                 float *__restrict y) {                        \
+  TARGET static void softmaxRow##SUFFIX(                                       \
+      const float *__restrict x, int64_t n, int32_t logSoftmax,                \
+      float *__restrict e, float *__restrict y) {                              \
     float mx = laneReduce(                                                     \
         n, -INFINITY, [x](int64_t k) { return x[k]; }, maxOf<float>);          \
     for (int64_t k = 0; k < n; ++k)                                            \
@@ -56,10 +56,9 @@ static bool valid(const mpTensor *t) {
         y[k] = e[k] / sum;                                                     \
     }                                                                          \
   }                                                                            \
-  TARGET void softmaxGradRow##SUFFIX(const float *__restrict dy,               \
-                                     const float *__restrict p, int64_t n,     \
-                                     int32_t logSoftmax,                       \
-                                     float *__restrict dx) {                   \
+  TARGET static void softmaxGradRow##SUFFIX(                                   \
+      const float *__restrict dy, const float *__restrict p, int64_t n,        \
+      int32_t logSoftmax, float *__restrict dx) {                              \
     if (logSoftmax) {                                                          \
       float sum = laneReduce(n, 0.0f, [dy](int64_t k) { return dy[k]; },       \
                              std::plus<float>());                              \

@@ -191,7 +191,8 @@ inline float *outRowF32(mpTensor *out, int64_t offset, float *buf,
 }
 inline void storeRowF32(const float *row, int64_t n, mpTensor *out,
                         int64_t offset) {
-  if (row != static_cast<float *>(out->data) + offset)
+  if (out->elementType != MP_F32 ||
+      row != static_cast<float *>(out->data) + offset)
     storeF32(row, n, out->data, out->elementType, offset);
 }
 
