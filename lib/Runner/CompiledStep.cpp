@@ -549,20 +549,25 @@ CompiledStep::create(ModuleOp module, StepSignature signature,
   // The JIT generates a module's machine code when one of its symbols is
   // first looked up: look the entry points up here, so that it happens in
   // this phase and not inside the first step (whose time it was, 0.5 s of
-  // a ViT step's 0.63).
-  for (llvm::StringRef name : {llvm::StringRef(signature.entry),
-                               llvm::StringRef(signature.forwardEntry)})
-    if (!name.empty())
-      if (auto entry = (*engine)->lookupPacked(name); !entry)
-        return entry.takeError();
+  // a ViT step's 0.63), and keep them for every call.
   std::unique_ptr<CompiledStep> step(new CompiledStep());
+  for (auto [name, fn] :
+       {std::pair(llvm::StringRef(signature.entry), &step->entryFn),
+        std::pair(llvm::StringRef(signature.forwardEntry), &step->forwardFn)}) {
+    if (name.empty())
+      continue;
+    auto entry = (*engine)->lookupPacked(name);
+    if (!entry)
+      return entry.takeError();
+    *fn = *entry;
+  }
   step->engine = std::move(*engine);
   step->sig = std::move(signature);
   return step;
 }
 
 llvm::Error CompiledStep::run(llvm::ArrayRef<void *> buffers) {
-  return invoke(sig.entry, buffers,
+  return invoke(sig.entry, entryFn, buffers,
                 sig.arguments.size() + sig.destinations.size());
 }
 
@@ -571,10 +576,11 @@ llvm::Error CompiledStep::runForward(llvm::ArrayRef<void *> buffers) {
     return createStringError(std::errc::not_supported,
                              "step '%s' has no logits output to evaluate",
                              sig.entry.c_str());
-  return invoke(sig.forwardEntry, buffers, sig.arguments.size() + 1);
+  return invoke(sig.forwardEntry, forwardFn, buffers,
+                sig.arguments.size() + 1);
 }
 
-llvm::Error CompiledStep::invoke(llvm::StringRef name,
+llvm::Error CompiledStep::invoke(llvm::StringRef name, PackedFn fn,
                                  llvm::ArrayRef<void *> buffers,
                                  size_t expected) {
   if (buffers.size() != expected)
@@ -585,8 +591,7 @@ llvm::Error CompiledStep::invoke(llvm::StringRef name,
   std::vector<void *> packed;
   for (void *&p : pointers)
     packed.push_back(&p);
-  if (llvm::Error err = engine->invokePacked(name, packed))
-    return err;
+  fn(packed.data());
   if (const char *message = mprtTakeError())
     return createStringError(std::errc::io_error, "runtime error: %s",
                              message);

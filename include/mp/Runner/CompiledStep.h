@@ -134,10 +134,14 @@ public:
 
 private:
   CompiledStep() = default;
-  llvm::Error invoke(llvm::StringRef name, llvm::ArrayRef<void *> buffers,
-                     size_t expected);
+  using PackedFn = void (*)(void **);
+  llvm::Error invoke(llvm::StringRef name, PackedFn fn,
+                     llvm::ArrayRef<void *> buffers, size_t expected);
   std::unique_ptr<mlir::ExecutionEngine> engine;
   StepSignature sig;
+  /// The packed entry points of sig.entry and sig.forwardEntry (null when
+  /// there is none), looked up once, when the engine is built.
+  PackedFn entryFn = nullptr, forwardFn = nullptr;
 };
 
 /// `name` as a C identifier (other characters become '_'; a leading digit

@@ -39,17 +39,6 @@ bool validIds(const mpTensor *ids) {
          mpNumElements(ids) >= 0;
 }
 
-/// Whether the bytes of `a` and `b` do not overlap. The fast kernels below
-/// run rows on several threads and need it; on overlapping buffers the
-/// element-by-element reference loops run, in their order.
-bool disjoint(const mpTensor *a, const mpTensor *b) {
-  auto lo = [](const mpTensor *t) { return reinterpret_cast<uintptr_t>(t->data); };
-  auto bytes = [](const mpTensor *t) {
-    return uintptr_t(mpNumElements(t)) * mpElementSize(t->elementType);
-  };
-  return lo(a) + bytes(a) <= lo(b) || lo(b) + bytes(b) <= lo(a);
-}
-
 /// Element k of a buffer, as the unsigned integer E of the element's size.
 /// The copies below move float (or any) storage unchanged; reading and
 /// writing it through memcpy keeps them clear of type-based aliasing, and

@@ -92,13 +92,8 @@ bool valid(const mpTensor *t) {
       db[j] = db[j] + dy[j];                                                   \
     }                                                                          \
   }
-#if MP_X86
 MP_LAYER_NORM_LOOPS(Avx512, MP_TARGET_AVX512)
 MP_LAYER_NORM_LOOPS(Avx2, MP_TARGET_AVX2)
-#define MP_BY_ISA(NAME) forIsa(NAME##Avx512, NAME##Avx2, NAME##Base)
-#else
-#define MP_BY_ISA(NAME) (NAME##Base)
-#endif
 MP_LAYER_NORM_LOOPS(Base, )
 #undef MP_LAYER_NORM_LOOPS
 
@@ -111,7 +106,8 @@ bool fastLayerNorm(const mpTensor *x, const mpTensor *scale,
   std::vector<float> sc(cols), bi(cols);
   loadF32(scale->data, scale->elementType, 0, cols, sc.data());
   loadF32(bias->data, bias->elementType, 0, cols, bi.data());
-  auto normaliseRow = MP_BY_ISA(normaliseRow);
+  auto normaliseRow =
+      forIsa(normaliseRowAvx512, normaliseRowAvx2, normaliseRowBase);
   parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
     float *in = scratchRow(0, cols), *buf = scratchRow(1, cols);
     for (int64_t r = begin; r < end; ++r) {
@@ -148,7 +144,8 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
   int threads = kernelThreads();
   int64_t width = std::clamp<int64_t>(
       (cols + 16 * threads - 1) / (16 * threads) * 16, 16, kTile);
-  auto gradientColumns = MP_BY_ISA(gradientColumns);
+  auto gradientColumns =
+      forIsa(gradientColumnsAvx512, gradientColumnsAvx2, gradientColumnsBase);
   parallelFor((cols + width - 1) / width, 1, [&](int64_t begin, int64_t end) {
     float g[kTile], xh[kTile];
     for (int64_t t = begin; t < end; ++t) {
@@ -160,7 +157,8 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
     }
   });
   // Then dx, row by row.
-  auto gradientRow = MP_BY_ISA(gradientRow);
+  auto gradientRow =
+      forIsa(gradientRowAvx512, gradientRowAvx2, gradientRowBase);
   parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
     float *dyIn = scratchRow(0, cols), *xIn = scratchRow(1, cols);
     float *g = scratchRow(2, cols), *xh = scratchRow(3, cols);
@@ -177,8 +175,6 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
   storeF32(db.data(), cols, dbias->data, dbias->elementType, 0);
   return true;
 }
-
-#undef MP_BY_ISA
 
 } // namespace
 

@@ -118,14 +118,8 @@ struct AdamOptions {
       p[k] = p[k] - o.stepSize * (m[k] / denom);                               \
     }                                                                          \
   }
-#if MP_X86
-MP_OPTIMIZER_LOOPS(Avx512, __attribute__((target("avx512f"))))
-MP_OPTIMIZER_LOOPS(Avx2, __attribute__((target("avx2"))))
-#else
-// Elsewhere every variant is the baseline loop.
-MP_OPTIMIZER_LOOPS(Avx512, )
-MP_OPTIMIZER_LOOPS(Avx2, )
-#endif
+MP_OPTIMIZER_LOOPS(Avx512, MP_TARGET_AVX512)
+MP_OPTIMIZER_LOOPS(Avx2, MP_TARGET_AVX2)
 MP_OPTIMIZER_LOOPS(Base, )
 #undef MP_OPTIMIZER_LOOPS
 

@@ -72,13 +72,8 @@ static bool valid(const mpTensor *t) {
         dx[k] = p[k] * (dy[k] - sum);                                          \
     }                                                                          \
   }
-#if MP_X86
 MP_SOFTMAX_LOOPS(Avx512, MP_TARGET_AVX512)
 MP_SOFTMAX_LOOPS(Avx2, MP_TARGET_AVX2)
-#define MP_BY_ISA(NAME) forIsa(NAME##Avx512, NAME##Avx2, NAME##Base)
-#else
-#define MP_BY_ISA(NAME) (NAME##Base)
-#endif
 MP_SOFTMAX_LOOPS(Base, )
 #undef MP_SOFTMAX_LOOPS
 
@@ -87,7 +82,7 @@ static bool fastSoftmax(const mpTensor *in, mpTensor *out, const AxisView &v,
   if (v.inner != 1 || !f32FastPath(compute, {in, out}))
     return false;
   int64_t len = v.len;
-  auto softmaxRow = MP_BY_ISA(softmaxRow);
+  auto softmaxRow = forIsa(softmaxRowAvx512, softmaxRowAvx2, softmaxRowBase);
   parallelFor(v.outer, rowGrain(len), [&](int64_t begin, int64_t end) {
     float *x = scratchRow(0, len), *e = scratchRow(1, len),
           *buf = scratchRow(2, len);
@@ -106,7 +101,8 @@ static bool fastSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
   if (v.inner != 1 || !f32FastPath(compute, {dy, y, dx}))
     return false;
   int64_t len = v.len;
-  auto softmaxGradRow = MP_BY_ISA(softmaxGradRow);
+  auto softmaxGradRow =
+      forIsa(softmaxGradRowAvx512, softmaxGradRowAvx2, softmaxGradRowBase);
   parallelFor(v.outer, rowGrain(len), [&](int64_t begin, int64_t end) {
     float *g = scratchRow(0, len), *p = scratchRow(1, len),
           *buf = scratchRow(2, len);
@@ -119,8 +115,6 @@ static bool fastSoftmaxGrad(const mpTensor *dy, const mpTensor *y, mpTensor *dx,
   });
   return true;
 }
-
-#undef MP_BY_ISA
 
 extern "C" mpStatus mpSoftmax(const mpTensor *in, mpTensor *out,
                               int64_t axis, int32_t logSoftmax,

@@ -156,15 +156,8 @@ inline float *scratchRow(int slot, int64_t n) {
 /// Whether the storage of `out` overlaps that of any of `inputs`.
 inline bool overlapsAny(const mpTensor *out,
                         std::initializer_list<const mpTensor *> inputs) {
-  auto begin = [](const mpTensor *t) {
-    return reinterpret_cast<uintptr_t>(t->data);
-  };
-  auto end = [&](const mpTensor *t) {
-    return begin(t) +
-           uintptr_t(mpNumElements(t)) * mpElementSize(t->elementType);
-  };
   for (const mpTensor *t : inputs)
-    if (begin(t) < end(out) && begin(out) < end(t))
+    if (!disjoint(out, t))
       return true;
   return false;
 }

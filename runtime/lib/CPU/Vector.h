@@ -62,9 +62,15 @@ template <typename Fn> Fn forIsa(Fn avx512, Fn avx2, Fn base) {
 // baseline: a macro defines each loop once per SUFFIX and TARGET, and
 // forIsa picks the variant (there is no FMA contraction in any:
 // -ffp-contract=off, so the variants give the same bits).
+// Elsewhere they are empty: every variant is the baseline loop.
+#ifdef MP_X86
 #define MP_TARGET_AVX512                                                       \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #define MP_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define MP_TARGET_AVX512
+#define MP_TARGET_AVX2
+#endif
 
 /// Converts data[offset, offset + n) of type `t` (f32, f16, bf16, or i1 as
 /// 0 or 1) to f32 (exact).
@@ -85,6 +91,20 @@ void storeBits32(const float *in, int64_t n, void *data, mpElementType t,
                  int64_t offset);
 /// Rounds `n` values in place to `t` when it is f16 or bf16.
 void roundF32(float *x, int64_t n, mpElementType t);
+
+/// Whether the bytes of `a` and `b` do not overlap. Fast kernels that run
+/// rows on several threads, or read operands through __restrict pointers,
+/// need it; on overlapping buffers they copy, or the element-by-element
+/// reference loops run, in their order.
+inline bool disjoint(const mpTensor *a, const mpTensor *b) {
+  auto lo = [](const mpTensor *t) {
+    return reinterpret_cast<uintptr_t>(t->data);
+  };
+  auto bytes = [](const mpTensor *t) {
+    return uintptr_t(mpNumElements(t)) * mpElementSize(t->elementType);
+  };
+  return lo(a) + bytes(a) <= lo(b) || lo(b) + bytes(b) <= lo(a);
+}
 
 /// Whether the vectorised and library kernels may be used; false after
 /// mpUseLibraryKernels(0) or with MP_REFERENCE_KERNELS=1, which leaves every
