@@ -64,13 +64,17 @@ bool mp::rt::hasError() { return errorPending; }
 namespace {
 
 struct Profile {
+  using Totals = std::map<std::string, std::pair<int64_t, double>>;
   std::string path;
+  bool shapes = false; // MP_PROFILE_SHAPES: totals per signature too
   std::mutex mutex;
-  std::map<std::string, std::pair<int64_t, double>> entries;
+  Totals entries, signatures;
 
   Profile() {
     if (const char *p = std::getenv("MP_PROFILE_KERNELS"))
       path = p;
+    const char *s = std::getenv("MP_PROFILE_SHAPES");
+    shapes = !path.empty() && s && *s && std::strcmp(s, "0") != 0;
   }
   /// Where the totals go, as mp's tools write files (mp/Support/
   /// FileOutput.h; the runtime links no LLVM): one of the process's
@@ -155,15 +159,27 @@ struct Profile {
     bool renamed = descriptor < 0 && !inPlace;
     ok = f != nullptr;
     if (f) {
-      std::fprintf(f, "{\"entries\": {");
-      const char *sep = "";
-      for (auto &[name, total] : entries) {
-        std::fprintf(f, "%s\n  \"%s\": {\"calls\": %lld, \"seconds\": %.9f}",
-                     sep, name.c_str(), static_cast<long long>(total.first),
-                     total.second);
-        sep = ",";
+      // Names and signatures hold letters, digits, spaces and []x->, none
+      // of which JSON escapes.
+      auto write = [&](const char *key, const Totals &totals) {
+        std::fprintf(f, "\"%s\": {", key);
+        const char *sep = "";
+        for (auto &[name, total] : totals) {
+          std::fprintf(f,
+                       "%s\n  \"%s\": {\"calls\": %lld, \"seconds\": %.9f}",
+                       sep, name.c_str(), static_cast<long long>(total.first),
+                       total.second);
+          sep = ",";
+        }
+        std::fprintf(f, "\n}");
+      };
+      std::fprintf(f, "{");
+      write("entries", entries);
+      if (shapes) {
+        std::fprintf(f, ",\n");
+        write("shapes", signatures);
       }
-      std::fprintf(f, "\n}}\n");
+      std::fprintf(f, "}\n");
       ok = !std::ferror(f);
       ok &= std::fclose(f) == 0;
     }
@@ -189,18 +205,34 @@ int64_t nowNs() {
 
 } // namespace
 
+namespace {
+thread_local std::string *activeSignature = nullptr;
+} // namespace
+
+std::string *mp::rt::timedSignature() { return activeSignature; }
+
 mp::rt::EntryTimer::EntryTimer(const char *entry)
-    : entry(entry), start(profile().path.empty() ? -1 : nowNs()) {}
+    : entry(entry), start(profile().path.empty() ? -1 : nowNs()) {
+  if (start >= 0 && profile().shapes) {
+    signature = entry;
+    activeSignature = &signature;
+  }
+}
 
 mp::rt::EntryTimer::~EntryTimer() {
   if (start < 0)
     return;
   double seconds = (nowNs() - start) * 1e-9;
+  activeSignature = nullptr;
   Profile &p = profile();
   std::lock_guard<std::mutex> lock(p.mutex);
-  auto &total = p.entries[entry];
-  ++total.first;
-  total.second += seconds;
+  auto add = [&](std::pair<int64_t, double> &total) {
+    ++total.first;
+    total.second += seconds;
+  };
+  add(p.entries[entry]);
+  if (p.shapes)
+    add(p.signatures[signature]);
 }
 
 namespace {

@@ -41,8 +41,12 @@ using ResolveFn = void *(*)(void *data, size_t bytes, bool output,
 
 /// Adds the time from construction to destruction to `entry`'s total when
 /// MP_PROFILE_KERNELS names a file; the totals (calls and seconds per entry
-/// point) are written there as JSON when the process exits. CPU backend
-/// only: CUDA entry points return before their kernels finish.
+/// point) are written there as JSON when the process exits. With
+/// MP_PROFILE_SHAPES=1 as well, each call is also added to the total of its
+/// signature: the entry and the arguments its Block decoded, in order
+/// (integers, types, and tensors as type[shape], written ones after "->"),
+/// so that one entry's calls split by shape. CPU backend only: CUDA entry
+/// points return before their kernels finish.
 class EntryTimer {
 public:
   explicit EntryTimer(const char *entry);
@@ -53,20 +57,34 @@ public:
 private:
   const char *entry;
   int64_t start; // nanoseconds; -1 when profiling is off
+  std::string signature; // what the Block decoded, under MP_PROFILE_SHAPES
 };
+
+/// The signature of the EntryTimer timing this thread's entry point, when
+/// it records one; null otherwise (the Block then records nothing).
+std::string *timedSignature();
 
 class Block {
 public:
   Block(const char *entry, const int64_t *words, ResolveFn resolve = nullptr)
       : entry(entry), p(words), site(*p++), resolve(resolve) {}
 
-  int64_t i() { return *p++; }
+  int64_t i() {
+    if (std::string *sig = timedSignature())
+      *sig += ' ' + std::to_string(*p);
+    return *p++;
+  }
   double f() {
     double d;
     std::memcpy(&d, p++, sizeof(d));
     return d;
   }
-  mpElementType type() { return static_cast<mpElementType>(*p++); }
+  mpElementType type() {
+    auto t = static_cast<mpElementType>(*p++);
+    if (std::string *sig = timedSignature())
+      *sig += std::string(" ") + mpElementTypeName(t);
+    return t;
+  }
   /// A tensor the kernel reads.
   mpTensor tensor() { return decode(/*output=*/false); }
   /// A tensor the kernel writes.
@@ -103,6 +121,13 @@ private:
     t.rank = static_cast<int32_t>(rank);
     for (int64_t d = 0; d < rank; ++d)
       t.shape[d] = *p++;
+    if (std::string *sig = timedSignature()) {
+      *sig += output ? " ->" : " ";
+      *sig += std::string(mpElementTypeName(t.elementType)) + '[';
+      for (int64_t d = 0; d < rank; ++d)
+        *sig += (d ? "x" : "") + std::to_string(t.shape[d]);
+      *sig += ']';
+    }
     if (resolve && t.data) {
       int64_t n = mpNumElements(&t);
       size_t bytes = n < 0 ? 0 : size_t(n) * mpElementSize(t.elementType);
