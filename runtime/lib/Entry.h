@@ -44,9 +44,9 @@ using ResolveFn = void *(*)(void *data, size_t bytes, bool output,
 /// point) are written there as JSON when the process exits. With
 /// MP_PROFILE_SHAPES=1 as well, each call is also added to the total of its
 /// signature: the entry and the arguments its Block decoded, in order
-/// (integers, types, and tensors as type[shape], written ones after "->"),
-/// so that one entry's calls split by shape. CPU backend only: CUDA entry
-/// points return before their kernels finish.
+/// (integers, lists of them in brackets, types, and tensors as type[shape],
+/// written ones after "->"), so that one entry's calls split by shape. CPU
+/// backend only: CUDA entry points return before their kernels finish.
 class EntryTimer {
 public:
   explicit EntryTimer(const char *entry);
@@ -92,6 +92,12 @@ public:
   std::vector<int64_t> ints(int64_t n) {
     std::vector<int64_t> v(p, p + n);
     p += n;
+    if (std::string *sig = timedSignature()) {
+      *sig += " [";
+      for (size_t k = 0; k < v.size(); ++k)
+        *sig += (k ? "," : "") + std::to_string(v[k]);
+      *sig += ']';
+    }
     return v;
   }
   /// Records a failing status; returns whether the call succeeded.

@@ -503,7 +503,14 @@ void testRows(std::mt19937_64 &rng) {
   } reductions[] = {{{300, 257}, {0}},    {{300, 257}, {1}},
                     {{6, 50, 130}, {1}},  {{6, 50, 130}, {0, 1}},
                     {{6, 50, 130}, {1, 2}}, {{6, 50, 130}, {0, 1, 2}},
-                    {{3, 4000}, {0}},     {{2000, 3}, {0}}};
+                    {{3, 4000}, {0}},     {{2000, 3}, {0}},
+                    // Two runs: NCHW's bias gradient, a leading kept run,
+                    // kept blocks of 8 and not, dimensions of size 1 that
+                    // join a run; then three runs (the reference loops).
+                    {{8, 256, 8, 8}, {0, 2, 3}}, {{3, 5, 7, 9}, {1, 3}},
+                    {{4, 13, 6}, {0, 2}},  {{5, 3, 1, 20}, {0, 3}},
+                    {{2, 9, 3, 1}, {0, 2}}, {{4, 1, 6}, {0, 2}},
+                    {{3, 5, 7, 9, 2}, {1, 3}}};
   for (const Axes &r : reductions)
     for (int kind = MP_REDUCE_SUM; kind <= MP_REDUCE_MAX; ++kind)
       for (mpElementType t : kTypes) {
@@ -521,8 +528,8 @@ void testRows(std::mt19937_64 &rng) {
                           int32_t(r.axes.size()), MP_F32);
         }, why);
       }
-  check(ok, "reduce sum, mean and max over leading, trailing, middle and "
-            "all axes " + why);
+  check(ok, "reduce sum, mean and max over leading, trailing, middle, all "
+            "and two runs of axes " + why);
 
   ok = true;
   for (std::vector<int64_t> shape :

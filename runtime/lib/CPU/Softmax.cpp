@@ -195,33 +195,88 @@ static void maxRow(float *__restrict acc, const float *__restrict x,
     acc[j] = std::isnan(x[j]) || x[j] > acc[j] ? x[j] : acc[j];
 }
 
-/// mpReduce over axes [first, last) of `in`, as [outer, count, inner] with
-/// f32 compute, or false for other cases.
+/// mpReduce with f32 compute where the reduced axes form one run, as
+/// [outer, count, inner], or two around kept ones, as [outer, count, kept,
+/// inner] with the second run innermost (a convolution's bias gradient in
+/// NCHW: axes 0, 2 and 3); false for other cases. Dimensions of size 1
+/// join either run.
 static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
                        const bool *reduced, mpElementType compute) {
   if (!f32FastPath(compute, {in, out}))
     return false;
-  int32_t first = 0, last = in->rank;
-  while (first < in->rank && !reduced[first])
-    ++first;
-  while (last > first && !reduced[last - 1])
-    --last;
-  int64_t outer = 1, count = 1, inner = 1;
+  // The dimensions as runs of reduced or kept ones, outermost first.
+  int64_t size[MP_MAX_RANK];
+  bool runReduced[MP_MAX_RANK];
+  int32_t runs = 0;
   for (int32_t d = 0; d < in->rank; ++d) {
-    if (d >= first && d < last && !reduced[d])
-      return false; // not one run of axes
-    (d < first ? outer : d < last ? count : inner) *= in->shape[d];
+    if (in->shape[d] == 1)
+      continue;
+    if (runs && runReduced[runs - 1] == reduced[d]) {
+      size[runs - 1] *= in->shape[d];
+    } else {
+      size[runs] = in->shape[d];
+      runReduced[runs++] = reduced[d];
+    }
+  }
+  int32_t r = 0;
+  int64_t outer = 1, count = 1, kept = 1, inner = 1;
+  if (r < runs && !runReduced[r])
+    outer = size[r++];
+  if (r < runs)
+    count = size[r++]; // reduced
+  if (r + 2 == runs) { // kept, then reduced
+    kept = size[r];
+    inner = size[r + 1];
+  } else if (r + 1 == runs) { // kept
+    inner = size[r];
+  } else if (r != runs) {
+    return false; // more runs
   }
   bool max = kind == MP_REDUCE_MAX;
+  bool twoRuns = r + 2 == runs;
+  int64_t reducedCount = twoRuns ? count * inner : count;
   auto finish = [&](float *acc, int64_t n, int64_t at) {
     if (kind == MP_REDUCE_MEAN)
       for (int64_t j = 0; j < n; ++j)
-        acc[j] = acc[j] / float(count);
+        acc[j] = acc[j] / float(reducedCount);
     storeF32(acc, n, out->data, out->elementType, at);
   };
   auto combine = [max](float acc, float x) {
     return max ? (std::isnan(x) || x > acc ? x : acc) : acc + x;
   };
+  if (twoRuns) {
+    // Output [o, k] combines [o, :, k, :] in the reference loop's order,
+    // the outer run, then the inner one, in a chain of its own. A block of
+    // kBlock neighbouring outputs reads one contiguous stretch per outer
+    // index, and their chains run interleaved.
+    constexpr int64_t kBlock = 8;
+    int64_t blocks = (kept + kBlock - 1) / kBlock;
+    int64_t len = kBlock * inner;
+    parallelFor(outer * blocks,
+                std::max<int64_t>(1, 16 * kTile / (count * len + 1)),
+                [&](int64_t begin, int64_t end) {
+                  std::vector<float> buf;
+                  if (in->elementType != MP_F32)
+                    buf.resize(size_t(len));
+                  for (int64_t u = begin; u < end; ++u) {
+                    int64_t o = u / blocks, k0 = u % blocks * kBlock;
+                    int64_t nb = std::min(kBlock, kept - k0);
+                    float acc[kBlock];
+                    for (int64_t b = 0; b < nb; ++b)
+                      acc[b] = max ? -INFINITY : 0.0f;
+                    for (int64_t c = 0; c < count; ++c) {
+                      const float *rows = rowF32(
+                          in, ((o * count + c) * kept + k0) * inner,
+                          nb * inner, buf.data());
+                      for (int64_t j = 0; j < inner; ++j)
+                        for (int64_t b = 0; b < nb; ++b)
+                          acc[b] = combine(acc[b], rows[b * inner + j]);
+                    }
+                    finish(acc, nb, o * kept + k0);
+                  }
+                });
+    return true;
+  }
   if (inner == 1) {
     // Each output reduces one contiguous row.
     parallelFor(outer, std::max<int64_t>(1, 16 * kTile / (count + 1)),
