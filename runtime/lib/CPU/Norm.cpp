@@ -51,16 +51,8 @@ bool valid(const mpTensor *t) {
       const float *__restrict x, const float *__restrict sc,                   \
       const float *__restrict bi, float epsilon, int64_t n,                    \
       float *__restrict y, float *stats) {                                     \
-    std::plus<float> add;                                                      \
-    float mu =                                                                 \
-        laneReduce(n, 0.0f, [x](int64_t c) { return x[c]; }, add) / float(n);  \
-    float var = laneReduce(n, 0.0f,                                            \
-                           [x, mu](int64_t c) {                                \
-                             float d = x[c] - mu;                              \
-                             return d * d;                                     \
-                           },                                                  \
-                           add) /                                              \
-                float(n);                                                      \
+    float mu = laneSum(x, n) / float(n);                                       \
+    float var = laneSquares(x, mu, n) / float(n);                              \
     float rs = 1.0f / std::sqrt(var + epsilon);                                \
     for (int64_t c = 0; c < n; ++c)                                            \
       y[c] = (x[c] - mu) * rs * sc[c] + bi[c];                                 \
@@ -71,15 +63,31 @@ bool valid(const mpTensor *t) {
       const float *__restrict dy, const float *__restrict x,                   \
       const float *__restrict sc, float mu, float rs, int64_t n,               \
       float *__restrict g, float *__restrict xh, float *__restrict dx) {       \
-    for (int64_t c = 0; c < n; ++c) {                                          \
+    /* xhat and g, with laneSum(g) and laneDot(g, xh) in the same pass */    \
+    F32Lanes sumG = {}, sumGX = {}, xv, dyv, scv;                              \
+    int64_t k = 0;                                                             \
+    for (; k + kLanes <= n; k += kLanes) {                                     \
+      loadLanes(xv, x + k);                                                    \
+      loadLanes(dyv, dy + k);                                                  \
+      loadLanes(scv, sc + k);                                                  \
+      F32Lanes xhat = (xv - mu) * rs, gv = dyv * scv;                          \
+      storeLanes(xh + k, xhat);                                                \
+      storeLanes(g + k, gv);                                                   \
+      sumG = sumG + gv;                                                        \
+      sumGX = sumGX + gv * xhat;                                               \
+    }                                                                          \
+    for (int64_t c = k; c < n; ++c) {                                          \
       xh[c] = (x[c] - mu) * rs;                                                \
       g[c] = dy[c] * sc[c];                                                    \
     }                                                                          \
     std::plus<float> add;                                                      \
-    float sumG = laneReduce(n, 0.0f, [g](int64_t c) { return g[c]; }, add);    \
-    float sumGX =                                                              \
-        laneReduce(n, 0.0f, [g, xh](int64_t c) { return g[c] * xh[c]; }, add); \
-    float meanG = sumG / float(n), meanGX = sumGX / float(n);                  \
+    float meanG =                                                              \
+        finishLanes(sumG, k, n, [g](int64_t c) { return g[c]; }, add) /        \
+        float(n);                                                              \
+    float meanGX = finishLanes(                                                \
+                       sumGX, k, n,                                            \
+                       [g, xh](int64_t c) { return g[c] * xh[c]; }, add) /     \
+                   float(n);                                                   \
     for (int64_t c = 0; c < n; ++c)                                            \
       dx[c] = rs * ((g[c] - meanG) - xh[c] * meanGX);                          \
   }                                                                            \

@@ -41,12 +41,10 @@ static bool valid(const mpTensor *t) {
   TARGET static void softmaxRow##SUFFIX(                                       \
       const float *__restrict x, int64_t n, int32_t logSoftmax,                \
       float *__restrict e, float *__restrict y) {                              \
-    float mx = laneReduce(                                                     \
-        n, -INFINITY, [x](int64_t k) { return x[k]; }, maxOf<float>);          \
+    float mx = laneMax(x, n);                                                  \
     for (int64_t k = 0; k < n; ++k)                                            \
       e[k] = expF(x[k] - mx);                                                  \
-    float sum = laneReduce(n, 0.0f, [e](int64_t k) { return e[k]; },           \
-                           std::plus<float>());                                \
+    float sum = laneSum(e, n);                                                 \
     if (logSoftmax) {                                                          \
       float logSum = std::log(sum);                                            \
       for (int64_t k = 0; k < n; ++k)                                          \
@@ -60,14 +58,11 @@ static bool valid(const mpTensor *t) {
       const float *__restrict dy, const float *__restrict p, int64_t n,        \
       int32_t logSoftmax, float *__restrict dx) {                              \
     if (logSoftmax) {                                                          \
-      float sum = laneReduce(n, 0.0f, [dy](int64_t k) { return dy[k]; },       \
-                             std::plus<float>());                              \
+      float sum = laneSum(dy, n);                                              \
       for (int64_t k = 0; k < n; ++k)                                          \
         dx[k] = dy[k] - expF(p[k]) * sum;                                      \
     } else {                                                                   \
-      float sum =                                                              \
-          laneReduce(n, 0.0f, [dy, p](int64_t k) { return dy[k] * p[k]; },     \
-                     std::plus<float>());                                      \
+      float sum = laneDot(dy, p, n);                                           \
       for (int64_t k = 0; k < n; ++k)                                          \
         dx[k] = p[k] * (dy[k] - sum);                                          \
     }                                                                          \
