@@ -5,17 +5,19 @@
 // uses the saved statistics:
 //   xhat = (x - mean) * rstd, g = dy * scale
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
-//   dscale = sum over rows of dy * xhat, dbias = sum over rows of dy.
+//   dscale = sum over rows of dy * xhat, dbias = sum over rows of dy,
+// summed in blocks of kNormRowBlock rows (in row order), the blocks' sums
+// then added in block order.
 //
 // With the fast kernels on and f32 compute, rows are split across threads,
 // read in place when stored as f32 (converted whole otherwise), and
-// computed by loops compiled for the CPU's vector instructions; dscale and
-// dbias, which sum over rows, take a second pass split by blocks of columns
-// that adds the rows in order. The sums along a row (the mean, the squared
-// deviations, the gradient's sums of g and g * xhat) go in eight
-// interleaved lanes (laneReduce, Tiles.h) in both the fast path and the
-// reference loops. Every value is the reference loop's expression in the
-// reference order, so the bits agree.
+// computed by loops compiled for the CPU's vector instructions. The
+// gradient is one pass: threads take blocks of rows, whose dscale and dbias
+// sums are the row blocks above, so dy and x are read once. The sums along
+// a row (the mean, the squared deviations, the gradient's sums of g and
+// g * xhat) go in eight interleaved lanes (laneReduce, Tiles.h) in both the
+// fast path and the reference loops. Every value is the reference loop's
+// expression in the reference order, so the bits agree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +39,11 @@ namespace {
 bool valid(const mpTensor *t) {
   return t && t->data && isFloatType(t->elementType) && mpNumElements(t) >= 0;
 }
+
+/// The rows whose dscale and dbias terms the gradient adds up before adding
+/// them to the sums of the rows above: a fixed number, so that the sums do
+/// not depend on the number of threads, which take blocks.
+constexpr int64_t kNormRowBlock = 16;
 
 /// The fast paths' loops over one row (or one block of a row), each over
 /// f32 buffers that do not overlap (__restrict: no run-time alias checks
@@ -142,43 +149,43 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
   loadF32(scale->data, scale->elementType, 0, cols, sc.data());
   loadF32(mean->data, mean->elementType, 0, rows, mus.data());
   loadF32(rstd->data, rstd->elementType, 0, rows, rss.data());
-  // dscale and dbias first, column by column, rows in order: blocks of
-  // columns narrow enough that every thread gets one (a hidden size of 256
-  // was one block, on one thread), 16 at the least. dx may overwrite dy or
-  // x (the reference loop reads each row before it writes it), so the sums
-  // are taken before dx is written, and stored after it, in case dscale or
-  // dbias is what dy or x views.
-  std::vector<float> ds(cols, 0.0f), db(cols, 0.0f);
-  int threads = kernelThreads();
-  int64_t width = std::clamp<int64_t>(
-      (cols + 16 * threads - 1) / (16 * threads) * 16, 16, kTile);
+  // One pass: each block of kNormRowBlock rows adds its dscale and dbias
+  // terms into partial sums of its own, row by row, and writes dx, each
+  // row after its terms (dx may overwrite dy or x: the reference loop too
+  // reads each row before it writes it). The partials are then added in
+  // block order, and dscale and dbias stored after dx, in case they are
+  // what dy or x views.
+  int64_t blocks = (rows + kNormRowBlock - 1) / kNormRowBlock;
+  std::vector<float> partial(size_t(2 * blocks * cols), 0.0f);
   auto gradientColumns =
       forIsa(gradientColumnsAvx512, gradientColumnsAvx2, gradientColumnsBase);
-  parallelFor((cols + width - 1) / width, 1, [&](int64_t begin, int64_t end) {
-    float g[kTile], xh[kTile];
-    for (int64_t t = begin; t < end; ++t) {
-      int64_t c0 = t * width, n = std::min(width, cols - c0);
-      for (int64_t r = 0; r < rows; ++r)
-        gradientColumns(rowF32(dy, r * cols + c0, n, g),
-                        rowF32(x, r * cols + c0, n, xh), mus[r], rss[r], n,
-                        ds.data() + c0, db.data() + c0);
-    }
-  });
-  // Then dx, row by row.
   auto gradientRow =
       forIsa(gradientRowAvx512, gradientRowAvx2, gradientRowBase);
-  parallelFor(rows, rowGrain(cols), [&](int64_t begin, int64_t end) {
+  parallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
     float *dyIn = scratchRow(0, cols), *xIn = scratchRow(1, cols);
     float *g = scratchRow(2, cols), *xh = scratchRow(3, cols);
     float *buf = scratchRow(4, cols);
-    for (int64_t r = begin; r < end; ++r) {
-      float *out = outRowF32(dx, r * cols, buf, {dy, x});
-      gradientRow(rowF32(dy, r * cols, cols, dyIn),
-                  rowF32(x, r * cols, cols, xIn), sc.data(), mus[r], rss[r],
-                  cols, g, xh, out);
-      storeRowF32(out, cols, dx, r * cols);
+    for (int64_t b = begin; b < end; ++b) {
+      float *ds = partial.data() + b * cols;
+      float *db = partial.data() + (blocks + b) * cols;
+      for (int64_t r = b * kNormRowBlock,
+                   e = std::min(rows, r + kNormRowBlock);
+           r < e; ++r) {
+        const float *dyRow = rowF32(dy, r * cols, cols, dyIn);
+        const float *xRow = rowF32(x, r * cols, cols, xIn);
+        gradientColumns(dyRow, xRow, mus[r], rss[r], cols, ds, db);
+        float *out = outRowF32(dx, r * cols, buf, {dy, x});
+        gradientRow(dyRow, xRow, sc.data(), mus[r], rss[r], cols, g, xh, out);
+        storeRowF32(out, cols, dx, r * cols);
+      }
     }
   });
+  std::vector<float> ds(cols, 0.0f), db(cols, 0.0f);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t c = 0; c < cols; ++c) {
+      ds[c] = ds[c] + partial[b * cols + c];
+      db[c] = db[c] + partial[(blocks + b) * cols + c];
+    }
   storeF32(ds.data(), cols, dscale->data, dscale->elementType, 0);
   storeF32(db.data(), cols, dbias->data, dbias->elementType, 0);
   return true;
@@ -247,7 +254,12 @@ extern "C" mpStatus mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
   withCompute(compute, [&](auto a) {
     using T = decltype(a.r(0));
     std::vector<T> ds(cols, T(0)), db(cols, T(0));
+    std::vector<T> blockDs(cols), blockDb(cols);
     for (int64_t r = 0; r < rows; ++r) {
+      if (r % kNormRowBlock == 0) {
+        std::fill(blockDs.begin(), blockDs.end(), T(0));
+        std::fill(blockDb.begin(), blockDb.end(), T(0));
+      }
       T mu = a.in(mean, r), rs = a.in(rstd, r);
       auto xhatAt = [&](int64_t c) {
         return a.mul(a.sub(a.in(x, r * cols + c), mu), rs);
@@ -262,9 +274,14 @@ extern "C" mpStatus mpLayerNormGrad(const mpTensor *dy, const mpTensor *x,
           add);
       for (int64_t c = 0; c < cols; ++c) {
         int64_t i = r * cols + c;
-        ds[c] = a.add(ds[c], a.mul(a.in(dy, i), xhatAt(c)));
-        db[c] = a.add(db[c], a.in(dy, i));
+        blockDs[c] = a.add(blockDs[c], a.mul(a.in(dy, i), xhatAt(c)));
+        blockDb[c] = a.add(blockDb[c], a.in(dy, i));
       }
+      if (r % kNormRowBlock == kNormRowBlock - 1 || r == rows - 1)
+        for (int64_t c = 0; c < cols; ++c) {
+          ds[c] = a.add(ds[c], blockDs[c]);
+          db[c] = a.add(db[c], blockDb[c]);
+        }
       T meanG = a.div(sumG, T(cols)), meanGX = a.div(sumGX, T(cols));
       for (int64_t c = 0; c < cols; ++c) {
         int64_t i = r * cols + c;

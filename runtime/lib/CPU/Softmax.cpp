@@ -4,14 +4,16 @@
 // same way. All accumulate in the compute type (Compute.h).
 //
 // With the fast kernels on and f32 compute, softmax over the last axis and
-// reductions over one contiguous run of axes read rows or tiles (in place
-// when stored as f32, converted otherwise) and split rows (or kept
-// elements) across threads; softmax's row loops are compiled for the CPU's
-// vector instructions. A reduction's sum still
-// adds its inputs one by one in input order, so the result is the reference
-// loop's. Softmax and its gradient reduce each row in eight interleaved
-// lanes instead (laneReduce), eight independent chains; their reference
-// loops take the same order, so the two agree.
+// reductions over one contiguous run of axes, or two runs around kept ones
+// (NCHW's [N, C, H, W] to [C]), read rows or tiles (in place when stored as
+// f32, converted otherwise) and split rows (or kept elements) across
+// threads; softmax's row loops are compiled for the CPU's vector
+// instructions. A reduction's sum still adds its inputs one by one in input
+// order, so the result is the reference loop's. Softmax and its gradient
+// reduce each row in eight interleaved lanes instead (laneReduce), eight
+// independent chains, held in one vector value on the fast path (laneSum,
+// laneMax, laneDot); their reference loops take the same order, so the two
+// agree.
 //
 //===----------------------------------------------------------------------===//
 
