@@ -1,4 +1,4 @@
-//===- movement_cpu.cpp - embedding gradients, bias gradients, concats ----===//
+//===- movement_cpu.cpp - gradients of embeddings and biases, copies ------===//
 //
 // The data movement of a transformer's backward pass on the CPU runtime,
 // each with the fast kernels on and off (mpUseLibraryKernels: the
@@ -12,7 +12,12 @@
 //     [520, 1024], [1024, 3072]);
 //   * concat: the adjoint of a split QKV projection, three [520, 1, 256]
 //     parts into [520, 3, 256] (what tg-make-train-step builds instead of
-//     three slice gradients and two adds).
+//     three slice gradients and two adds);
+//   * reduce_sum over axes 0, 2 and 3 of [8, 256, 8, 8]: the bias gradient
+//     of ViT's patch embedding, an NCHW convolution;
+//   * transposes: BERT's attention keys ([8, 128, 4, 64] to
+//     [8, 4, 64, 128]) and their gradient, NHWC to NCHW ([8, 8, 8, 256]),
+//     and the last two dimensions of ViT's [8, 4, 65, 64] queries.
 //
 // Build against the runtime library of a Release build (one command):
 //
@@ -81,6 +86,43 @@ int main() {
   cases.push_back({"concat 3 x [520, 1, 256] on axis 1", [&] {
                      check(mpConcat(3, views.data(), &joined.t, 1));
                    }});
+
+  Buffer nchw(MP_F32, {8, 256, 8, 8}), channels(MP_F32, {256});
+  cases.push_back({"reduce_sum [8, 256, 8, 8] over axes 0, 2, 3", [&] {
+                     int64_t axes[3] = {0, 2, 3};
+                     check(mpReduce(MP_REDUCE_SUM, &nchw.t, &channels.t, axes,
+                                    3, MP_F32));
+                   }});
+
+  struct Permutation {
+    std::vector<int64_t> shape, perm;
+  };
+  const std::vector<Permutation> perms = {{{8, 128, 4, 64}, {0, 2, 3, 1}},
+                                          {{8, 4, 64, 128}, {0, 3, 1, 2}},
+                                          {{8, 8, 8, 256}, {0, 3, 1, 2}},
+                                          {{8, 4, 65, 64}, {0, 1, 3, 2}}};
+  std::vector<Buffer> transposeIn, transposeOut;
+  transposeIn.reserve(perms.size());
+  transposeOut.reserve(perms.size());
+  for (const Permutation &p : perms) {
+    std::vector<int64_t> shape;
+    for (int64_t d : p.perm)
+      shape.push_back(p.shape[d]);
+    transposeIn.emplace_back(MP_F32, p.shape);
+    transposeOut.emplace_back(MP_F32, shape);
+  }
+  for (size_t k = 0; k < perms.size(); ++k) {
+    std::string name = "transpose [";
+    for (size_t d = 0; d < perms[k].shape.size(); ++d)
+      name += (d ? ", " : "") + std::to_string(perms[k].shape[d]);
+    name += "] by [";
+    for (size_t d = 0; d < perms[k].perm.size(); ++d)
+      name += (d ? ", " : "") + std::to_string(perms[k].perm[d]);
+    cases.push_back({name + "]", [&, k] {
+                       check(mpTranspose(&transposeIn[k].t, &transposeOut[k].t,
+                                         perms[k].perm.data()));
+                     }});
+  }
 
   // Each call runs 4 times in a row and the first is not counted: the
   // later ones find the threads awake and the operands in cache, as the

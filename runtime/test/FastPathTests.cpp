@@ -736,6 +736,14 @@ void testRows(std::mt19937_64 &rng) {
                {{8, 256, 8, 64}, {0, 2, 1, 3}},
                {{8, 8, 256, 64}, {0, 1, 3, 2}},
                {{5, 6, 7}, {2, 0, 1}},
+               // The input's last dimension moving elsewhere: attention's
+               // keys and their gradient, NHWC to NCHW and back, others.
+               {{8, 128, 4, 64}, {0, 2, 3, 1}},
+               {{8, 4, 64, 128}, {0, 3, 1, 2}},
+               {{2, 8, 8, 256}, {0, 3, 1, 2}},
+               {{2, 3, 64, 64}, {0, 2, 3, 1}},
+               {{3, 37, 41, 5}, {3, 2, 1, 0}},
+               {{2, 33, 3, 40}, {1, 3, 0, 2}},
                {{1, 300}, {1, 0}},
                {{3, 1, 40}, {0, 2, 1}},
                {{4, 0, 9}, {0, 2, 1}},
@@ -753,8 +761,8 @@ void testRows(std::mt19937_64 &rng) {
         return mpTranspose(&I, &O, p.perm.data());
       }, why);
     }
-  check(ok, "transposes of 2, 4 and 8-byte elements, with dimensions of "
-            "size 0 and 1 " + why);
+  check(ok, "transposes of 2, 4 and 8-byte elements, the last dimension "
+            "moving or not, with dimensions of size 0 and 1 " + why);
 
   ok = true;
   struct Broadcast {

@@ -218,9 +218,17 @@ transposeTileAvx2(const char *in, int64_t ldIn, char *out, int64_t ldOut,
 }
 #endif
 
-/// Transposes each of `batch` row-major [rows, cols] matrices of element
-/// type E into [cols, rows], a 32 x 32 block at a time, so that both the
-/// reads and the writes stay within a few cache lines (a row-at-a-time
+/// One matrix of a batch of transposes: where it starts in the input and
+/// where its transpose starts in the output, in elements.
+struct MatrixAt {
+  int64_t in, out;
+};
+
+/// Transposes `batch` [rows, cols] matrices of element type E into [cols,
+/// rows]: matrix b starts at element at(b).in of `in`, its rows `ldIn`
+/// elements apart and its columns adjacent, and its transpose at at(b).out
+/// of `out`, rows `ldOut` apart. A 32 x 32 block at a time, so that both
+/// the reads and the writes stay within a few cache lines (a row-at-a-time
 /// gather reads one element per line). With AVX2, 2 and 4-byte elements
 /// move by 8 x 8 register transposes; otherwise through a padded tile on
 /// the stack, so that the block's rows are read and the transposed rows
@@ -229,9 +237,9 @@ transposeTileAvx2(const char *in, int64_t ldIn, char *out, int64_t ldOut,
 /// other writes 32 lines a row apart at once, which for a power-of-two row,
 /// a [1024, 256] weight, fall in one set of the L1 cache and evict each
 /// other.) Blocks of rows are split across threads.
-template <typename E>
+template <typename E, typename At>
 void transposeBlocks(const void *in, void *out, int64_t batch, int64_t rows,
-                     int64_t cols) {
+                     int64_t cols, int64_t ldIn, int64_t ldOut, At at) {
   constexpr int64_t kBlock = 32;
   int64_t rowBlocks = (rows + kBlock - 1) / kBlock;
 #ifdef MP_X86
@@ -244,62 +252,94 @@ void transposeBlocks(const void *in, void *out, int64_t batch, int64_t rows,
                 // (a captured reference would be reloaded after each).
                 const char *from = static_cast<const char *>(in);
                 char *to = static_cast<char *>(out);
-                const int64_t nRows = rows, nCols = cols;
+                const int64_t nRows = rows, nCols = cols, li = ldIn,
+                              lo = ldOut;
                 E tile[kBlock][kBlock + 1];
                 for (int64_t t = begin; t < end; ++t) {
-                  int64_t b = t / rowBlocks;
+                  MatrixAt m = at(t / rowBlocks);
                   int64_t r0 = (t % rowBlocks) * kBlock;
                   int64_t nr = std::min(nRows - r0, kBlock);
-                  int64_t at = b * nRows * nCols;
                   for (int64_t c0 = 0; c0 < nCols; c0 += kBlock) {
                     int64_t nc = std::min(nCols - c0, kBlock);
+                    int64_t src = m.in + r0 * li + c0;
+                    int64_t dst = m.out + c0 * lo + r0;
 #ifdef MP_X86
                     if constexpr (sizeof(E) != 8) {
                       if (registers) {
-                        transposeTileAvx2<E>(
-                            from + (at + r0 * nCols + c0) * sizeof(E), nCols,
-                            to + (at + c0 * nRows + r0) * sizeof(E), nRows,
-                            nr, nc);
+                        transposeTileAvx2<E>(from + src * sizeof(E), li,
+                                             to + dst * sizeof(E), lo, nr,
+                                             nc);
                         continue;
                       }
                     }
 #endif
                     for (int64_t r = 0; r < nr; ++r)
                       for (int64_t c = 0; c < nc; ++c)
-                        tile[c][r] =
-                            loadBits<E>(from, at + (r0 + r) * nCols + c0 + c);
+                        tile[c][r] = loadBits<E>(from, src + r * li + c);
                     for (int64_t c = 0; c < nc; ++c)
                       for (int64_t r = 0; r < nr; ++r)
-                        storeBits<E>(to, at + (c0 + c) * nRows + r0 + r,
-                                     tile[c][r]);
+                        storeBits<E>(to, dst + c * lo + r, tile[c][r]);
                   }
                 }
               });
 }
 
-/// The permutations that swap the last two dimensions and keep the others
-/// ([1, 0], [0, 2, 1], [0, 1, 3, 2], ...): a batch of matrix transposes.
-bool fastSwapLastTwo(const mpTensor *in, mpTensor *out,
-                     const int64_t *permutation) {
+/// The permutations that move the input's last dimension, as a batch of
+/// matrix transposes: each matrix's rows run along the output's last
+/// dimension (`ldIn` apart in the input) and its columns along the one the
+/// input's last dimension became (adjacent in the input, `ldOut` apart in
+/// the output); the other dimensions make the batch. Swapping the last two
+/// ([1, 0], [0, 2, 1], ...) is the simplest case; attention's keys
+/// ([B, T, H, D] to [B, H, D, T], [0, 2, 3, 1]) and NHWC to NCHW and back
+/// are others, which a row-at-a-time gather read one element per cache
+/// line.
+bool fastInnerTranspose(const mpTensor *in, mpTensor *out,
+                        const int64_t *permutation) {
   int32_t rank = in->rank;
   size_t size = mpElementSize(in->elementType);
   if (!libraryKernelsEnabled() || rank < 2 || !disjoint(in, out) ||
-      permutation[rank - 1] != rank - 2 || permutation[rank - 2] != rank - 1 ||
-      (size != 2 && size != 4 && size != 8))
+      permutation[rank - 1] == rank - 1 ||
+      (size != 2 && size != 4 && size != 8) || mpNumElements(out) == 0)
     return false;
+  int64_t is[MP_MAX_RANK], os[MP_MAX_RANK];
+  strides(in, is);
+  strides(out, os);
+  int32_t q = rank - 1, p = 0;
+  while (permutation[p] != rank - 1)
+    ++p;
+  // The batch dimensions, innermost first, with their steps in both.
+  int64_t dims[MP_MAX_RANK], inStep[MP_MAX_RANK], outStep[MP_MAX_RANK];
+  int32_t nDims = 0;
   int64_t batch = 1;
-  for (int32_t d = 0; d < rank - 2; ++d) {
-    if (permutation[d] != d)
-      return false;
-    batch *= in->shape[d];
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    if (d == p || d == q)
+      continue;
+    dims[nDims] = out->shape[d];
+    inStep[nDims] = is[permutation[d]];
+    outStep[nDims++] = os[d];
+    batch *= out->shape[d];
   }
-  int64_t rows = in->shape[rank - 2], cols = in->shape[rank - 1];
+  auto at = [&](int64_t b) {
+    MatrixAt m{0, 0};
+    for (int32_t k = 0; k < nDims; ++k) {
+      int64_t c = b % dims[k];
+      b /= dims[k];
+      m.in += c * inStep[k];
+      m.out += c * outStep[k];
+    }
+    return m;
+  };
+  int64_t rows = out->shape[q], cols = out->shape[p];
+  int64_t ldIn = is[permutation[q]], ldOut = os[p];
   if (size == 2)
-    transposeBlocks<uint16_t>(in->data, out->data, batch, rows, cols);
+    transposeBlocks<uint16_t>(in->data, out->data, batch, rows, cols, ldIn,
+                              ldOut, at);
   else if (size == 4)
-    transposeBlocks<uint32_t>(in->data, out->data, batch, rows, cols);
+    transposeBlocks<uint32_t>(in->data, out->data, batch, rows, cols, ldIn,
+                              ldOut, at);
   else
-    transposeBlocks<uint64_t>(in->data, out->data, batch, rows, cols);
+    transposeBlocks<uint64_t>(in->data, out->data, batch, rows, cols, ldIn,
+                              ldOut, at);
   return true;
 }
 
@@ -469,7 +509,7 @@ extern "C" mpStatus mpTranspose(const mpTensor *in, mpTensor *out,
       return MP_ERROR_INVALID_ARGUMENT;
     seen[p] = true;
   }
-  if (fastSwapLastTwo(in, out, permutation))
+  if (fastInnerTranspose(in, out, permutation))
     return MP_OK;
   int64_t is[MP_MAX_RANK];
   strides(in, is);
