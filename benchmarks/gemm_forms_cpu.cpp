@@ -11,7 +11,7 @@
 //  - "dnnl_sgemm": oneDNN's BLAS-like GEMM (its "gemm:jit" kernels);
 //  - for a weight gradient, oneDNN's inner product backward-weights
 //    primitive, which computes the bias gradient in the same call, against
-//    the matmul plus a column sum (the runtime's reduce): plain weights
+//    the matmul plus the runtime's column sum (mpReduce): plain weights
 //    ("gemm:jit"), or its preferred blocked layout reordered back to plain;
 //  - for the attention's batched products, one oneDNN call per matrix on
 //    OpenMP threads, or dnnl_sgemm per matrix, against the batched call.
@@ -21,10 +21,13 @@
 // ratio of the runtime's form to it (above 1: this form is faster).
 // Operands stay in cache between calls here, which a step does not give.
 //
-//   g++ -O2 -fopenmp benchmarks/gemm_forms_cpu.cpp -o gemm_forms_cpu -ldnnl
+//   g++ -O2 -fopenmp -I runtime/include benchmarks/gemm_forms_cpu.cpp
+//       build/runtime/libmp_runtime.a -ldnnl -lopenblas -o gemm_forms_cpu
 //   ./gemm_forms_cpu [rounds]
 //
 //===----------------------------------------------------------------------===//
+
+#include "mp/Runtime/MPRuntime.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -36,10 +39,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace {
 
@@ -155,21 +154,14 @@ struct InnerProductWeights {
   }
 };
 
-/// out[j] = the sum over the rows of x [rows, cols], the columns split
-/// between the threads (the runtime's reduce does the same).
-void columnSums(const float *x, int64_t rows, int64_t cols, float *out) {
-#pragma omp parallel
-  {
-    int64_t threads = 1, t = 0;
-#ifdef _OPENMP
-    threads = omp_get_num_threads();
-    t = omp_get_thread_num();
-#endif
-    int64_t begin = cols * t / threads, end = cols * (t + 1) / threads;
-    std::fill(out + begin, out + end, 0.0f);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = begin; c < end; ++c)
-        out[c] += x[r * cols + c];
+/// out[j] = the sum over the rows of x [rows, cols]: the runtime's reduce,
+/// which a step calls for a bias gradient.
+void columnSums(float *x, int64_t rows, int64_t cols, float *out) {
+  mpTensor in{x, MP_F32, 2, {rows, cols}}, sums{out, MP_F32, 1, {cols}};
+  int64_t axis = 0;
+  if (mpReduce(MP_REDUCE_SUM, &in, &sums, &axis, 1, MP_F32) != MP_OK) {
+    std::fprintf(stderr, "mpReduce failed\n");
+    std::exit(1);
   }
 }
 
