@@ -12,8 +12,8 @@
 // With the fast kernels on and f32 compute, rows are split across threads,
 // read in place when stored as f32 (converted whole otherwise), and
 // computed by loops compiled for the CPU's vector instructions. The
-// gradient is one pass: threads take blocks of rows, whose dscale and dbias
-// sums are the row blocks above, so dy and x are read once. The sums along
+// gradient is one pass, which reads dy and x once: threads take blocks of
+// rows, summing each block's dscale and dbias terms apart. The sums along
 // a row (the mean, the squared deviations, the gradient's sums of g and
 // g * xhat) go in eight interleaved lanes (laneReduce, Tiles.h) in both the
 // fast path and the reference loops. Every value is the reference loop's
@@ -152,40 +152,47 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
   // One pass: each block of kNormRowBlock rows adds its dscale and dbias
   // terms into partial sums of its own, row by row, and writes dx, each
   // row after its terms (dx may overwrite dy or x: the reference loop too
-  // reads each row before it writes it). The partials are then added in
-  // block order, and dscale and dbias stored after dx, in case they are
-  // what dy or x views.
+  // reads each row before it writes it). The partials are added in block
+  // order, after each wave of up to kWave blocks (which bounds their
+  // memory), and dscale and dbias stored after dx, in case they are what
+  // dy or x views.
+  constexpr int64_t kWave = 64;
   int64_t blocks = (rows + kNormRowBlock - 1) / kNormRowBlock;
-  std::vector<float> partial(size_t(2 * blocks * cols), 0.0f);
+  std::vector<float> partial(size_t(2 * std::min(blocks, kWave) * cols));
+  std::vector<float> ds(cols, 0.0f), db(cols, 0.0f);
   auto gradientColumns =
       forIsa(gradientColumnsAvx512, gradientColumnsAvx2, gradientColumnsBase);
   auto gradientRow =
       forIsa(gradientRowAvx512, gradientRowAvx2, gradientRowBase);
-  parallelFor(blocks, 1, [&](int64_t begin, int64_t end) {
-    float *dyIn = scratchRow(0, cols), *xIn = scratchRow(1, cols);
-    float *g = scratchRow(2, cols), *xh = scratchRow(3, cols);
-    float *buf = scratchRow(4, cols);
-    for (int64_t b = begin; b < end; ++b) {
-      float *ds = partial.data() + b * cols;
-      float *db = partial.data() + (blocks + b) * cols;
-      for (int64_t r = b * kNormRowBlock,
-                   e = std::min(rows, r + kNormRowBlock);
-           r < e; ++r) {
-        const float *dyRow = rowF32(dy, r * cols, cols, dyIn);
-        const float *xRow = rowF32(x, r * cols, cols, xIn);
-        gradientColumns(dyRow, xRow, mus[r], rss[r], cols, ds, db);
-        float *out = outRowF32(dx, r * cols, buf, {dy, x});
-        gradientRow(dyRow, xRow, sc.data(), mus[r], rss[r], cols, g, xh, out);
-        storeRowF32(out, cols, dx, r * cols);
+  for (int64_t wave = 0; wave < blocks; wave += kWave) {
+    int64_t n = std::min(kWave, blocks - wave);
+    std::fill(partial.begin(), partial.end(), 0.0f);
+    parallelFor(n, 1, [&](int64_t begin, int64_t end) {
+      float *dyIn = scratchRow(0, cols), *xIn = scratchRow(1, cols);
+      float *g = scratchRow(2, cols), *xh = scratchRow(3, cols);
+      float *buf = scratchRow(4, cols);
+      for (int64_t b = begin; b < end; ++b) {
+        float *bs = partial.data() + b * cols;
+        float *bb = partial.data() + (n + b) * cols;
+        for (int64_t r = (wave + b) * kNormRowBlock,
+                     e = std::min(rows, r + kNormRowBlock);
+             r < e; ++r) {
+          const float *dyRow = rowF32(dy, r * cols, cols, dyIn);
+          const float *xRow = rowF32(x, r * cols, cols, xIn);
+          gradientColumns(dyRow, xRow, mus[r], rss[r], cols, bs, bb);
+          float *out = outRowF32(dx, r * cols, buf, {dy, x});
+          gradientRow(dyRow, xRow, sc.data(), mus[r], rss[r], cols, g, xh,
+                      out);
+          storeRowF32(out, cols, dx, r * cols);
+        }
       }
-    }
-  });
-  std::vector<float> ds(cols, 0.0f), db(cols, 0.0f);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int64_t c = 0; c < cols; ++c) {
-      ds[c] = ds[c] + partial[b * cols + c];
-      db[c] = db[c] + partial[(blocks + b) * cols + c];
-    }
+    });
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t c = 0; c < cols; ++c) {
+        ds[c] = ds[c] + partial[b * cols + c];
+        db[c] = db[c] + partial[(n + b) * cols + c];
+      }
+  }
   storeF32(ds.data(), cols, dscale->data, dscale->elementType, 0);
   storeF32(db.data(), cols, dbias->data, dbias->elementType, 0);
   return true;
