@@ -159,8 +159,8 @@ struct Profile {
     bool renamed = descriptor < 0 && !inPlace;
     ok = f != nullptr;
     if (f) {
-      // Names and signatures hold letters, digits, spaces and []x->, none
-      // of which JSON escapes.
+      // Names and signatures hold letters, digits, spaces, '?' and
+      // []x,->, none of which JSON escapes.
       auto write = [&](const char *key, const Totals &totals) {
         std::fprintf(f, "\"%s\": {", key);
         const char *sep = "";
@@ -215,6 +215,7 @@ mp::rt::EntryTimer::EntryTimer(const char *entry)
     : entry(entry), start(profile().path.empty() ? -1 : nowNs()) {
   if (start >= 0 && profile().shapes) {
     signature = entry;
+    previous = activeSignature;
     activeSignature = &signature;
   }
 }
@@ -223,7 +224,8 @@ mp::rt::EntryTimer::~EntryTimer() {
   if (start < 0)
     return;
   double seconds = (nowNs() - start) * 1e-9;
-  activeSignature = nullptr;
+  if (activeSignature == &signature)
+    activeSignature = previous;
   Profile &p = profile();
   std::lock_guard<std::mutex> lock(p.mutex);
   auto add = [&](std::pair<int64_t, double> &total) {

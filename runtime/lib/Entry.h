@@ -58,6 +58,7 @@ private:
   const char *entry;
   int64_t start; // nanoseconds; -1 when profiling is off
   std::string signature; // what the Block decoded, under MP_PROFILE_SHAPES
+  std::string *previous = nullptr; // the signature active before this one
 };
 
 /// The signature of the EntryTimer timing this thread's entry point, when
@@ -67,10 +68,11 @@ std::string *timedSignature();
 class Block {
 public:
   Block(const char *entry, const int64_t *words, ResolveFn resolve = nullptr)
-      : entry(entry), p(words), site(*p++), resolve(resolve) {}
+      : entry(entry), p(words), site(*p++), resolve(resolve),
+        sig(timedSignature()) {}
 
   int64_t i() {
-    if (std::string *sig = timedSignature())
+    if (sig)
       *sig += ' ' + std::to_string(*p);
     return *p++;
   }
@@ -81,7 +83,7 @@ public:
   }
   mpElementType type() {
     auto t = static_cast<mpElementType>(*p++);
-    if (std::string *sig = timedSignature())
+    if (sig)
       *sig += std::string(" ") + mpElementTypeName(t);
     return t;
   }
@@ -92,7 +94,7 @@ public:
   std::vector<int64_t> ints(int64_t n) {
     std::vector<int64_t> v(p, p + n);
     p += n;
-    if (std::string *sig = timedSignature()) {
+    if (sig) {
       *sig += " [";
       for (size_t k = 0; k < v.size(); ++k)
         *sig += (k ? "," : "") + std::to_string(v[k]);
@@ -127,7 +129,7 @@ private:
     t.rank = static_cast<int32_t>(rank);
     for (int64_t d = 0; d < rank; ++d)
       t.shape[d] = *p++;
-    if (std::string *sig = timedSignature()) {
+    if (sig) {
       *sig += output ? " ->" : " ";
       *sig += std::string(mpElementTypeName(t.elementType)) + '[';
       for (int64_t d = 0; d < rank; ++d)
@@ -146,6 +148,8 @@ private:
   const int64_t *p;
   int64_t site;
   ResolveFn resolve;
+  std::string *sig; // where the decoded arguments go, under
+                    // MP_PROFILE_SHAPES (timedSignature)
 };
 
 } // namespace mp::rt

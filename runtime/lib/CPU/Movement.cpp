@@ -4,7 +4,7 @@
 // unchanged. gather_grad is the exception: it accumulates, in the compute
 // type. Transposes and broadcasts, with the fast kernels on, copy whole
 // output rows with a typed strided loop, rows split across threads; a
-// transpose of the last two dimensions goes by 32 x 32 blocks instead.
+// transpose that moves the last dimension goes by 32 x 32 blocks instead.
 //
 //===----------------------------------------------------------------------===//
 

@@ -52,7 +52,8 @@ constexpr int64_t kNormRowBlock = 16;
 /// * normaliseRow: y = (x - mean) * rstd * scale + bias, and the row's
 ///   mean and rstd into stats[0, 1];
 /// * gradientRow: dx, given the row's mean and rstd;
-/// * gradientColumns: adds a row's dy * xhat and dy into dscale and dbias.
+/// * gradientColumns: adds a row's dy * xhat and dy into its block's sums
+///   for dscale and dbias.
 #define MP_LAYER_NORM_LOOPS(SUFFIX, TARGET)                                    \
   TARGET void normaliseRow##SUFFIX(                                            \
       const float *__restrict x, const float *__restrict sc,                   \
@@ -153,10 +154,10 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
   // terms into partial sums of its own, row by row, and writes dx, each
   // row after its terms (dx may overwrite dy or x: the reference loop too
   // reads each row before it writes it). The partials are added in block
-  // order, after each wave of up to kWave blocks (which bounds their
-  // memory), and dscale and dbias stored after dx, in case they are what
-  // dy or x views.
-  constexpr int64_t kWave = 64;
+  // order, after each wave of blocks (which bounds their memory; the
+  // wave's size does not change the order), and dscale and dbias stored
+  // after dx, in case they are what dy or x views.
+  const int64_t kWave = std::max<int64_t>(64, 4 * kernelThreads());
   int64_t blocks = (rows + kNormRowBlock - 1) / kNormRowBlock;
   std::vector<float> partial(size_t(2 * std::min(blocks, kWave) * cols));
   std::vector<float> ds(cols, 0.0f), db(cols, 0.0f);

@@ -243,18 +243,16 @@ static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
   };
   if (twoRuns) {
     // Output [o, k] combines [o, :, k, :] in the reference loop's order,
-    // the outer run, then the inner one, in a chain of its own. A block of
-    // kBlock neighbouring outputs reads one contiguous stretch per outer
-    // index, and their chains run interleaved.
-    constexpr int64_t kBlock = 8;
+    // the outer run, then the inner one, in a chain of its own. kBlock
+    // neighbouring outputs go together, their chains interleaved, reading
+    // their rows a piece of up to kPiece elements at a time (converted into
+    // a buffer of that size unless stored as f32).
+    constexpr int64_t kBlock = 8, kPiece = kTile / kBlock;
     int64_t blocks = (kept + kBlock - 1) / kBlock;
-    int64_t len = kBlock * inner;
     parallelFor(outer * blocks,
-                std::max<int64_t>(1, 16 * kTile / (count * len + 1)),
+                std::max<int64_t>(1, 16 * kTile / (count * kBlock * inner + 1)),
                 [&](int64_t begin, int64_t end) {
-                  std::vector<float> buf;
-                  if (in->elementType != MP_F32)
-                    buf.resize(size_t(len));
+                  float buf[kBlock][kPiece];
                   for (int64_t u = begin; u < end; ++u) {
                     int64_t o = u / blocks, k0 = u % blocks * kBlock;
                     int64_t nb = std::min(kBlock, kept - k0);
@@ -262,12 +260,17 @@ static bool fastReduce(mpReduceKind kind, const mpTensor *in, mpTensor *out,
                     for (int64_t b = 0; b < nb; ++b)
                       acc[b] = max ? -INFINITY : 0.0f;
                     for (int64_t c = 0; c < count; ++c) {
-                      const float *rows = rowF32(
-                          in, ((o * count + c) * kept + k0) * inner,
-                          nb * inner, buf.data());
-                      for (int64_t j = 0; j < inner; ++j)
+                      int64_t base = ((o * count + c) * kept + k0) * inner;
+                      for (int64_t j0 = 0; j0 < inner; j0 += kPiece) {
+                        int64_t len = std::min(kPiece, inner - j0);
+                        const float *row[kBlock];
                         for (int64_t b = 0; b < nb; ++b)
-                          acc[b] = combine(acc[b], rows[b * inner + j]);
+                          row[b] = rowF32(in, base + b * inner + j0, len,
+                                          buf[b]);
+                        for (int64_t j = 0; j < len; ++j)
+                          for (int64_t b = 0; b < nb; ++b)
+                            acc[b] = combine(acc[b], row[b][j]);
+                      }
                     }
                     finish(acc, nb, o * kept + k0);
                   }
