@@ -188,11 +188,10 @@ bool fastLayerNormGrad(const mpTensor *dy, const mpTensor *x,
         }
       }
     });
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t c = 0; c < cols; ++c) {
-        ds[c] = ds[c] + partial[b * cols + c];
-        db[c] = db[c] + partial[(n + b) * cols + c];
-      }
+    for (int64_t b = 0; b < n; ++b) {
+      addRow(ds.data(), partial.data() + b * cols, cols);
+      addRow(db.data(), partial.data() + (n + b) * cols, cols);
+    }
   }
   storeF32(ds.data(), cols, dscale->data, dscale->elementType, 0);
   storeF32(db.data(), cols, dbias->data, dbias->elementType, 0);

@@ -179,19 +179,6 @@ extern "C" mpStatus mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
   return MP_OK;
 }
 
-/// acc[j] combined with x[j], for j < n, as the reduction loops combine:
-/// a sum, or a maximum that a NaN wins.
-static void addRow(float *__restrict acc, const float *__restrict x,
-                   int64_t n) {
-  for (int64_t j = 0; j < n; ++j)
-    acc[j] = acc[j] + x[j];
-}
-static void maxRow(float *__restrict acc, const float *__restrict x,
-                   int64_t n) {
-  for (int64_t j = 0; j < n; ++j)
-    acc[j] = std::isnan(x[j]) || x[j] > acc[j] ? x[j] : acc[j];
-}
-
 /// mpReduce with f32 compute where the reduced axes form one run, as
 /// [outer, count, inner], or two around kept ones, as [outer, count, kept,
 /// inner] with the second run innermost (a convolution's bias gradient in

@@ -235,6 +235,19 @@ inline T laneReduce(int64_t len, T init, Get get, Op op) {
 /// std::max's order: NaNs are passed over, as in the softmax loops.
 template <typename T> inline T maxOf(T a, T b) { return a < b ? b : a; }
 
+/// acc[j] combined with x[j], for j < n, as the reduction loops combine:
+/// a sum, or a maximum that a NaN wins.
+inline void addRow(float *__restrict acc, const float *__restrict x,
+                   int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    acc[j] = acc[j] + x[j];
+}
+inline void maxRow(float *__restrict acc, const float *__restrict x,
+                   int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    acc[j] = std::isnan(x[j]) || x[j] > acc[j] ? x[j] : acc[j];
+}
+
 /// laneReduce's kLanes f32 lanes as one value (the vector extension of GCC
 /// and Clang), for the row kernels: each step of the eight chains is then
 /// one vector instruction. GCC vectorised laneReduce over a lambda with
