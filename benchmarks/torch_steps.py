@@ -2,7 +2,7 @@
 has torch, torchvision and transformers.
 
 usage: torch_steps.py export MODEL OUT.onnx [sizes]
-       torch_steps.py time MODEL {fp32,bf16} [--steps N] [sizes]
+       torch_steps.py time MODEL {fp32,bf16} [--steps N] [--stream] [sizes]
 
 MODEL is bert (sequence classification, 3 labels), gpt2 (language model
 head), resnet50 (torchvision, 10 classes, --image square images) or vit
@@ -14,7 +14,7 @@ CPU, all cores: forward, cross-entropy against random labels (one per
 sequence, or one per token), backward and an SGD step (lr 0.01, as
 mp-runner's default), in fp32 or under torch.autocast("cpu",
 torch.bfloat16), and prints one JSON line with the step times (warm-up step
-left out).
+left out); with --stream, also a line "step MS" as each step ends.
 """
 
 import argparse
@@ -72,6 +72,9 @@ def main():
     p.add_argument("model", choices=["bert", "gpt2"] + list(VISION))
     p.add_argument("arg")
     p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--stream", action="store_true",
+                   help="time: also print each step's ms on a line of its "
+                        "own as it ends (benchmarks/paired_steps.py)")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--hidden", type=int, default=256)
@@ -119,6 +122,8 @@ def time_steps(model, a, loss):
         value.backward()
         opt.step()
         times.append(1000 * (time.perf_counter() - start))
+        if a.stream:
+            print("step %.3f" % times[-1], flush=True)
     ms = times[1:]
     print(json.dumps({"min_ms": min(ms), "median_ms": statistics.median(ms),
                       "step_ms": ms, "torch": torch.__version__,
