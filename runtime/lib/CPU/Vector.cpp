@@ -22,6 +22,7 @@
 #include "Dnnl.h"
 #include "Parallel.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -128,7 +129,18 @@ loadAvx512(const uint16_t *in, bool bf16, int64_t n, float *out) {
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void
-storeAvx512(const float *in, int64_t n, bool bf16, uint16_t *out) {
+storeAvx512(const float *in, int64_t n, bool bf16, uint16_t *out,
+            bool stream) {
+  // Streaming stores need 32-byte alignment: a head up to it is stored as
+  // the tail is (the same bits).
+  if (stream) {
+    int64_t head = std::min<int64_t>(
+        n, (32 - reinterpret_cast<uintptr_t>(out) % 32) % 32 / 2);
+    storeScalar(in, head, bf16, out);
+    in += head;
+    out += head;
+    n -= head;
+  }
   const __m512i lsbMask = _mm512_set1_epi32(1);
   const __m512i bias = _mm512_set1_epi32(0x7fff);
   const __m512i quiet = _mm512_set1_epi32(0x40);
@@ -148,8 +160,13 @@ storeAvx512(const float *in, int64_t n, bool bf16, uint16_t *out) {
     } else {
       h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     }
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), h);
+    if (stream)
+      _mm256_stream_si256(reinterpret_cast<__m256i *>(out + i), h);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), h);
   }
+  if (stream)
+    _mm_sfence();
   storeScalar(in + i, n - i, bf16, out + i);
 }
 
@@ -191,8 +208,16 @@ __attribute__((target("avx2"))) void loadBF16Avx2(const uint16_t *in, int64_t n,
   loadScalar(in + i, true, n - i, out + i);
 }
 
-__attribute__((target("avx2"))) void storeBF16Avx2(const float *in, int64_t n,
-                                                   uint16_t *out) {
+__attribute__((target("avx2"))) void
+storeBF16Avx2(const float *in, int64_t n, uint16_t *out, bool stream) {
+  if (stream) {
+    int64_t head = std::min<int64_t>(
+        n, (16 - reinterpret_cast<uintptr_t>(out) % 16) % 16 / 2);
+    storeScalar(in, head, true, out);
+    in += head;
+    out += head;
+    n -= head;
+  }
   const __m256i one = _mm256_set1_epi32(1);
   const __m256i bias = _mm256_set1_epi32(0x7fff);
   const __m256i quiet = _mm256_set1_epi32(0x40);
@@ -209,9 +234,15 @@ __attribute__((target("avx2"))) void storeBF16Avx2(const float *in, int64_t n,
     // Every lane is below 0x10000, so unsigned saturation packs exactly;
     // packus interleaves the 128-bit halves, which the permute undoes.
     __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
-                     _mm256_castsi256_si128(packed));
+    if (stream)
+      _mm_stream_si128(reinterpret_cast<__m128i *>(out + i),
+                       _mm256_castsi256_si128(packed));
+    else
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
+                       _mm256_castsi256_si128(packed));
   }
+  if (stream)
+    _mm_sfence();
   storeScalar(in + i, n - i, true, out + i);
 }
 
@@ -232,15 +263,16 @@ void load16(const uint16_t *in, bool bf16, int64_t n, float *out) {
   loadScalar(in, bf16, n, out);
 }
 
-void store16(const float *in, int64_t n, bool bf16, uint16_t *out) {
+void store16(const float *in, int64_t n, bool bf16, uint16_t *out,
+             bool stream = false) {
 #ifdef MP_X86
   const CpuFeatures &f = cpuFeatures();
   if (f.avx512)
-    return storeAvx512(in, n, bf16, out);
+    return storeAvx512(in, n, bf16, out, stream);
   if (!bf16 && f.f16c && f.avx2)
     return storeF16C(in, n, out);
   if (bf16 && f.avx2)
-    return storeBF16Avx2(in, n, out);
+    return storeBF16Avx2(in, n, out, stream);
 #endif
   storeScalar(in, n, bf16, out);
 }
@@ -271,6 +303,14 @@ void mp::rt::storeF32(const float *in, int64_t n, void *data, mpElementType t,
     return;
   }
   store16(in, n, t == MP_BF16, static_cast<uint16_t *>(data) + offset);
+}
+
+void mp::rt::streamF32(const float *in, int64_t n, void *data,
+                       mpElementType t, int64_t offset) {
+  if (t == MP_F32)
+    return storeF32(in, n, data, t, offset);
+  store16(in, n, t == MP_BF16, static_cast<uint16_t *>(data) + offset,
+          /*stream=*/true);
 }
 
 void mp::rt::loadBits32(const void *data, mpElementType t, int64_t offset,

@@ -80,6 +80,13 @@ void loadF32(const void *data, mpElementType t, int64_t offset, int64_t n,
 /// even as the scalar conversions do.
 void storeF32(const float *in, int64_t n, void *data, mpElementType t,
               int64_t offset);
+/// storeF32 with f16/bf16 written by streaming (non-temporal) stores where
+/// the CPU has them and the destination is aligned for them: the lines go
+/// to memory without being read first or kept in the cache. For large
+/// outputs that nothing reads soon (an optimizer's low-precision copy of a
+/// parameter, read by the next step's forward pass).
+void streamF32(const float *in, int64_t n, void *data, mpElementType t,
+               int64_t offset);
 /// Moves data[offset, offset + n) of type `t` (f32, f16 or bf16) into
 /// float slots bit for bit, without converting: f32 as it is, a 16-bit
 /// element as the low half of its slot. For selects and other moves, which
