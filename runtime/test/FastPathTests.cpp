@@ -452,8 +452,21 @@ void testElementwise(std::mt19937_64 &rng) {
           }, why);
         }
     }
+    // bf16 throughout, computed in f32 or in bf16 (on the whole form, one
+    // loop per element widens, combines and rounds: Elementwise.cpp).
+    for (int k = MP_ADD; k <= MP_MINIMUM; ++k)
+      for (mpElementType compute : {MP_F32, MP_BF16}) {
+        Buffer l(MP_BF16, f.lhs), r(MP_BF16, f.rhs), o(MP_BF16, f.out);
+        fill(l, rng);
+        fill(r, rng);
+        mpTensor L = l.tensor(), R = r.tensor();
+        ok &= sameBits({&o}, [&] {
+          mpTensor O = o.tensor();
+          return mpBinary(mpBinaryKind(k), &L, &R, &O, compute);
+        }, why);
+      }
     check(ok, std::string("every binary op, broadcast form '") + f.name +
-                  "', every type, f32 throughout, in place " + why);
+                  "', every type, f32 and bf16 throughout, in place " + why);
   }
   // Select: the condition in the first form, the chosen-when-true value in
   // the second, the other one whole (then as a scalar, as masks use it).

@@ -185,6 +185,42 @@ MP_ELEMENT_LOOPS(Avx2, MP_TARGET_AVX2)
 MP_ELEMENT_LOOPS(Base, )
 #undef MP_ELEMENT_LOOPS
 
+/// A bf16's bits widened to f32 (exact), and an f32 rounded to bf16 bits as
+/// mpF32ToBF16 rounds (to nearest even; a NaN quieted, its payload kept),
+/// in integer arithmetic the loops below vectorise.
+__attribute__((always_inline)) inline float widenBf16(uint16_t h) {
+  uint32_t bits = uint32_t(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+__attribute__((always_inline)) inline uint16_t roundToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  uint32_t quiet = (u >> 16) | 0x40u;
+  return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
+
+/// Binary ops on whole bf16 tensors, f32 arithmetic: each element widened,
+/// combined and rounded in one loop, where the tiles would convert both
+/// operands into f32 buffers, combine those and convert the result back
+/// (three passes, which cost more than the bytes they save while the
+/// tensors are in cache). The result is rounded once, as the tiles round
+/// it.
+#define MP_BF16_LOOPS(SUFFIX, TARGET)                                          \
+  template <mpBinaryKind K>                                                    \
+  TARGET void bf16BinaryLoop##SUFFIX(const uint16_t *__restrict a,             \
+                                     const uint16_t *__restrict b, int64_t n,  \
+                                     uint16_t *__restrict c) {                 \
+    for (int64_t i = 0; i < n; ++i)                                            \
+      c[i] = roundToBf16(binary(K, widenBf16(a[i]), widenBf16(b[i])));         \
+  }
+MP_BF16_LOOPS(Avx512, MP_TARGET_AVX512)
+MP_BF16_LOOPS(Avx2, MP_TARGET_AVX2)
+MP_BF16_LOOPS(Base, )
+#undef MP_BF16_LOOPS
+
 /// Blocks of dropout mask words per tile.
 constexpr int64_t kTileBlocks = kTile / 4;
 
@@ -477,9 +513,57 @@ void binaryTile(mpBinaryKind kind, const float *a, const float *b, int64_t n,
   }
 }
 
+/// bf16BinaryLoop's variant for `kind` on this CPU, or null.
+using Bf16Loop = void (*)(const uint16_t *, const uint16_t *, int64_t,
+                          uint16_t *);
+Bf16Loop bf16BinaryLoop(mpBinaryKind kind) {
+#define MP_BY_KIND(K)                                                          \
+  case K:                                                                      \
+    return forIsa<Bf16Loop>(bf16BinaryLoopAvx512<K>, bf16BinaryLoopAvx2<K>,    \
+                            bf16BinaryLoopBase<K>);
+  switch (kind) {
+    MP_BY_KIND(MP_ADD)
+    MP_BY_KIND(MP_SUB)
+    MP_BY_KIND(MP_MUL)
+    MP_BY_KIND(MP_DIV)
+  default:
+    return nullptr;
+  }
+#undef MP_BY_KIND
+}
+
+/// fastBinary on bf16 tensors of the output's shape (broadcast shapes with
+/// its element count are its shape) with f32 compute, or bf16 compute (f32
+/// arithmetic on exact bf16 operands, rounded to bf16, which the store's
+/// rounding repeats), through bf16BinaryLoop; false for anything else.
+/// Kept out of fastBinary (noinline): GCC compiled the tile loops there
+/// slower with this inlined beside them.
+__attribute__((noinline)) bool bf16Binary(mpBinaryKind kind,
+                                          const mpTensor *lhs,
+                                          const mpTensor *rhs, mpTensor *out,
+                                          mpElementType compute) {
+  int64_t n = mpNumElements(out);
+  Bf16Loop loop = bf16BinaryLoop(kind);
+  if (!loop || !libraryKernelsEnabled() || lhs->elementType != MP_BF16 ||
+      rhs->elementType != MP_BF16 || out->elementType != MP_BF16 ||
+      (compute != MP_F32 && compute != MP_BF16) ||
+      mpNumElements(lhs) != n || mpNumElements(rhs) != n ||
+      overlapsAny(out, {lhs, rhs}))
+    return false;
+  auto *a = static_cast<const uint16_t *>(lhs->data);
+  auto *b = static_cast<const uint16_t *>(rhs->data);
+  auto *c = static_cast<uint16_t *>(out->data);
+  forEachTile(n, kCheapTiles, [&](int64_t i, int64_t len) {
+    loop(a + i, b + i, len, c + i);
+  });
+  return true;
+}
+
 bool fastBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
                 mpTensor *out, const int64_t *ls, const int64_t *rs,
                 mpElementType compute) {
+  if (bf16Binary(kind, lhs, rhs, out, compute))
+    return true;
   if (!tileTypes(
           {lhs->elementType, rhs->elementType, out->elementType, compute}))
     return false;
