@@ -27,10 +27,15 @@ The quartiles show how far the pairs spread: a ratio whose quartiles
 straddle a goal has not settled it. Steps must be well under --slice (the
 default suits the default sizes; give --slice 20 at the published sizes).
 
+With --no-torch the PyTorch side and the export are left out, and only
+the models given with --onnx (any model mp-runner trains on synthetic
+data) are paired, AMP-bf16 against FP32.
+
 usage: benchmarks/paired_steps.py [--build build] [--python PY]
                                   [--models bert,gpt2,resnet50,vit]
                                   [--precisions fp32,bf16] [--seconds 40]
                                   [--slice 2] [--compare-steps 30]
+                                  [--onnx MODEL.onnx ...] [--no-torch]
                                   [--batch B] [--seq T] [--hidden H] ...
 
 MP_CPU_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2 in the environment caps both sides
@@ -218,20 +223,33 @@ def main():
                    help="seconds each side runs in a turn")
     p.add_argument("--compare-steps", type=int, default=30,
                    help="steps of mp-runner --compare (0: none)")
+    p.add_argument("--onnx", action="append", default=[],
+                   help="also pair AMP-bf16 against FP32 on this model "
+                        "(repeatable; no PyTorch side)")
+    p.add_argument("--no-torch", action="store_true",
+                   help="leave PyTorch out: only the --onnx models")
     for size in SIZES:
         p.add_argument("--" + size, type=int)
     a = p.parse_args()
     if a.slice <= 0 or a.seconds < 2 * a.slice:
         sys.exit("paired_steps.py: --seconds must hold a slice of each side")
+    if a.no_torch and (not a.onnx or a.compare_steps <= 0):
+        sys.exit("paired_steps.py: --no-torch needs --onnx models and "
+                 "--compare-steps above 0")
+    for model in a.onnx:
+        if not os.path.isfile(model):
+            sys.exit("paired_steps.py: no model at %s" % model)
     precisions = a.precisions.split(",")
     if any(x not in ("fp32", "bf16") for x in precisions):
         sys.exit("paired_steps.py: --precisions takes fp32 and bf16")
     runner = os.path.join(a.build, "bin", "mp-runner")
     if not os.access(runner, os.X_OK):
         sys.exit("paired_steps.py: no mp-runner in %s" % a.build)
-    python, why = torch_python(a.build, a.python)
-    if python is None:
-        sys.exit("paired_steps.py: " + why)
+    python = None
+    if not a.no_torch:
+        python, why = torch_python(a.build, a.python)
+        if python is None:
+            sys.exit("paired_steps.py: " + why)
     info = subprocess.run([runner, "--device-info"], capture_output=True,
                           text=True).stdout
     cpu = re.search(r"^CPU: (.+)$", info, re.M)
@@ -247,7 +265,11 @@ def main():
     batch = a.batch or 8
     versus, amp = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in a.models.split(","):
+        for model in a.onnx:
+            name = os.path.splitext(os.path.basename(model))[0]
+            amp.append(pair_precisions(runner, name, model, batch,
+                                       a.compare_steps, tmp))
+        for name in ([] if a.no_torch else a.models.split(",")):
             model = os.path.join(tmp, name + ".onnx")
             subprocess.run([python, HELPER, "export", name, model] + sizes,
                            check=True, capture_output=True)
@@ -262,17 +284,19 @@ def main():
             if a.compare_steps > 0:
                 amp.append(pair_precisions(runner, name, model, batch,
                                            a.compare_steps, tmp))
-    print()
-    print("mp against PyTorch eager, in turns of %g s for %g s: PyTorch's "
-          "median step over mp's, per slice pair" % (a.slice, a.seconds))
-    print()
-    print("| model | precision | slice pairs (min mp steps in one) | mp ms "
-          "min / median | PyTorch ms min / median | PyTorch / mp: median "
-          "(quartiles) |")
-    print("|---|---|---|---|---|---|")
-    for r in versus:
-        print("| %s | %s | %d (%d) | %.4g / %.4g | %.4g / %.4g | %.3f "
-              "(%.3f-%.3f) |" % r)
+    if versus:
+        print()
+        print("mp against PyTorch eager, in turns of %g s for %g s: "
+              "PyTorch's median step over mp's, per slice pair" %
+              (a.slice, a.seconds))
+        print()
+        print("| model | precision | slice pairs (min mp steps in one) | mp "
+              "ms min / median | PyTorch ms min / median | PyTorch / mp: "
+              "median (quartiles) |")
+        print("|---|---|---|---|---|---|")
+        for r in versus:
+            print("| %s | %s | %d (%d) | %.4g / %.4g | %.4g / %.4g | %.3f "
+                  "(%.3f-%.3f) |" % r)
     if amp:
         print()
         print("mp AMP-bf16 against mp FP32, step by step (mp-runner "
