@@ -49,6 +49,7 @@
 #include "Math.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -1031,6 +1032,53 @@ void testBatchNorm(std::mt19937_64 &rng) {
                 why);
 }
 
+/// The filter gradient of depthwise NHWC convolutions (Conv.cpp's lanes of
+/// channels, which leave 3 x 3 filters to oneDNN) against the reference
+/// loop: 5 x 5 with stride 2 and padding (EfficientNet's), 5 x 5 dilated
+/// with asymmetric padding, 7 x 7 on a map smaller than the filter, 1 x 1;
+/// channel counts with a partial 16-lane chunk; f32 and bf16 activations,
+/// every filter type; NaNs and infinities in the activations of the last.
+void testDepthwise(std::mt19937_64 &rng) {
+  std::string why;
+  bool ok = true;
+  struct Case {
+    int64_t n, c, h, w, k, stride, dilation;
+    std::array<int64_t, 4> padding; // top, left, bottom, right
+    bool specials;
+  } cases[] = {
+      {8, 144, 8, 8, 5, 2, 1, {2, 2, 2, 2}, false},
+      {2, 37, 9, 7, 5, 1, 2, {1, 2, 3, 0}, false},
+      {1, 16, 3, 4, 7, 1, 1, {3, 3, 3, 3}, false},
+      {3, 20, 5, 5, 1, 1, 1, {0, 0, 0, 0}, false},
+      {2, 40, 6, 6, 5, 2, 1, {2, 1, 1, 2}, true},
+  };
+  for (const Case &k : cases)
+    for (mpElementType t : {MP_F32, MP_BF16})
+      for (mpElementType f : kTypes) {
+        mpWindow win{};
+        win.strides[0] = win.strides[1] = k.stride;
+        win.dilations[0] = win.dilations[1] = k.dilation;
+        for (int i = 0; i < 4; ++i)
+          win.padding[i] = k.padding[i];
+        win.groups = k.c;
+        win.channelsLast = 1;
+        int64_t span = (k.k - 1) * k.dilation + 1;
+        int64_t oh = (k.h + k.padding[0] + k.padding[2] - span) / k.stride + 1;
+        int64_t ow = (k.w + k.padding[1] + k.padding[3] - span) / k.stride + 1;
+        Buffer x(t, {k.n, k.h, k.w, k.c}), dy(t, {k.n, oh, ow, k.c}),
+            df(f, {k.c, 1, k.k, k.k});
+        fill(x, rng, k.specials);
+        fill(dy, rng, k.specials);
+        mpTensor X = x.tensor(), DY = dy.tensor();
+        ok &= sameBits({&df}, [&] {
+          mpTensor DF = df.tensor();
+          return mpConv2dGradFilter(&DY, &X, &DF, &win, MP_F32);
+        }, why);
+      }
+  check(ok, "depthwise NHWC filter gradients (5x5 strided, 5x5 dilated, "
+            "7x7, 1x1; f32 and bf16 activations) " + why);
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizers and loss scaling
 //===----------------------------------------------------------------------===//
@@ -1297,6 +1345,7 @@ int main(int argc, char **argv) {
   testElementwise(rng);
   testRows(rng);
   testBatchNorm(rng);
+  testDepthwise(rng);
   testUpdates(rng);
   testMath();
   std::printf("%d passed, %d failed\n", passed, failed);
