@@ -202,12 +202,12 @@ __attribute__((always_inline)) inline uint16_t roundToBf16(float x) {
   return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
-/// Binary ops on whole bf16 tensors, f32 arithmetic: each element widened,
-/// combined and rounded in one loop, where the tiles would convert both
-/// operands into f32 buffers, combine those and convert the result back
-/// (three passes, which cost more than the bytes they save while the
-/// tensors are in cache). The result is rounded once, as the tiles round
-/// it.
+/// Binary ops, unary ops and activation gradients on whole bf16 tensors,
+/// f32 arithmetic: each element widened, computed and rounded in one loop,
+/// where the tiles would convert the operands into f32 buffers, compute on
+/// those and convert the result back (three passes, which cost more than
+/// the bytes they save while the tensors are in cache). The result is
+/// rounded once, as the tiles round it.
 #define MP_BF16_LOOPS(SUFFIX, TARGET)                                          \
   template <mpBinaryKind K>                                                    \
   TARGET void bf16BinaryLoop##SUFFIX(const uint16_t *__restrict a,             \
@@ -215,6 +215,19 @@ __attribute__((always_inline)) inline uint16_t roundToBf16(float x) {
                                      uint16_t *__restrict c) {                 \
     for (int64_t i = 0; i < n; ++i)                                            \
       c[i] = roundToBf16(binary(K, widenBf16(a[i]), widenBf16(b[i])));         \
+  }                                                                            \
+  template <mpUnaryKind K>                                                     \
+  TARGET void bf16UnaryLoop##SUFFIX(const uint16_t *__restrict x, int64_t n,   \
+                                    uint16_t *__restrict y) {                  \
+    for (int64_t i = 0; i < n; ++i)                                            \
+      y[i] = roundToBf16(unary(K, widenBf16(x[i])));                           \
+  }                                                                            \
+  template <mpActivationGradKind K>                                            \
+  TARGET void bf16GradLoop##SUFFIX(const uint16_t *__restrict g,               \
+                                   const uint16_t *__restrict s, int64_t n,    \
+                                   uint16_t *__restrict dx) {                  \
+    for (int64_t i = 0; i < n; ++i)                                            \
+      dx[i] = roundToBf16(activationGrad(K, widenBf16(g[i]), widenBf16(s[i])));\
   }
 MP_BF16_LOOPS(Avx512, MP_TARGET_AVX512)
 MP_BF16_LOOPS(Avx2, MP_TARGET_AVX2)
@@ -435,12 +448,100 @@ bool directF32(mpElementType compute, mpTensor *out,
   return true;
 }
 
+/// Whether `out` and `inputs` are bf16, computed in f32 or bf16 (f32
+/// arithmetic on exact bf16 operands, rounded once to bf16 either way), and
+/// `out` overlaps none of them: the bf16 loops' case.
+bool bf16Throughout(mpElementType compute, const mpTensor *out,
+                    std::initializer_list<const mpTensor *> inputs) {
+  if (!libraryKernelsEnabled() || out->elementType != MP_BF16 ||
+      (compute != MP_F32 && compute != MP_BF16) || overlapsAny(out, inputs))
+    return false;
+  for (const mpTensor *t : inputs)
+    if (t->elementType != MP_BF16)
+      return false;
+  return true;
+}
+
+/// fastUnary through bf16UnaryLoop, where bf16Throughout and the kind has a
+/// vector loop; false otherwise. Out of line, as bf16Binary.
+__attribute__((noinline)) bool bf16Unary(mpUnaryKind kind, const mpTensor *in,
+                                         mpTensor *out, mpElementType compute,
+                                         int64_t grain) {
+  using Loop = void (*)(const uint16_t *, int64_t, uint16_t *);
+  Loop loop = nullptr;
+  switch (kind) {
+#define MP_BY_KIND(K)                                                          \
+  case K:                                                                      \
+    loop = forIsa<Loop>(bf16UnaryLoopAvx512<K>, bf16UnaryLoopAvx2<K>,          \
+                        bf16UnaryLoopBase<K>);                                 \
+    break;
+    MP_BY_KIND(MP_NEG)
+    MP_BY_KIND(MP_RELU)
+    MP_BY_KIND(MP_SQUARE)
+    MP_BY_KIND(MP_GELU)
+    MP_BY_KIND(MP_GELU_TANH)
+    MP_BY_KIND(MP_TANH)
+    MP_BY_KIND(MP_SIGMOID)
+    MP_BY_KIND(MP_EXP)
+    MP_BY_KIND(MP_ERF)
+#undef MP_BY_KIND
+  default:
+    return false;
+  }
+  if (!bf16Throughout(compute, out, {in}))
+    return false;
+  auto *x = static_cast<const uint16_t *>(in->data);
+  auto *y = static_cast<uint16_t *>(out->data);
+  forEachTile(mpNumElements(in), grain, [&](int64_t i, int64_t n) {
+    loop(x + i, n, y + i);
+  });
+  return true;
+}
+
+/// fastActivationGrad through bf16GradLoop where bf16Throughout.
+__attribute__((noinline)) bool bf16ActivationGrad(mpActivationGradKind kind,
+                                                  const mpTensor *dy,
+                                                  const mpTensor *saved,
+                                                  mpTensor *dx,
+                                                  mpElementType compute,
+                                                  int64_t grain) {
+  using Loop =
+      void (*)(const uint16_t *, const uint16_t *, int64_t, uint16_t *);
+  Loop loop = nullptr;
+  switch (kind) {
+#define MP_BY_KIND(K)                                                          \
+  case K:                                                                      \
+    loop = forIsa<Loop>(bf16GradLoopAvx512<K>, bf16GradLoopAvx2<K>,            \
+                        bf16GradLoopBase<K>);                                  \
+    break;
+    MP_BY_KIND(MP_RELU_GRAD)
+    MP_BY_KIND(MP_GELU_GRAD)
+    MP_BY_KIND(MP_GELU_TANH_GRAD)
+    MP_BY_KIND(MP_TANH_GRAD)
+    MP_BY_KIND(MP_SIGMOID_GRAD)
+#undef MP_BY_KIND
+  default:
+    return false;
+  }
+  if (!bf16Throughout(compute, dx, {dy, saved}))
+    return false;
+  auto *g = static_cast<const uint16_t *>(dy->data);
+  auto *s = static_cast<const uint16_t *>(saved->data);
+  auto *d = static_cast<uint16_t *>(dx->data);
+  forEachTile(mpNumElements(dy), grain, [&](int64_t i, int64_t n) {
+    loop(g + i, s + i, n, d + i);
+  });
+  return true;
+}
+
 bool fastUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
                mpElementType compute) {
   if (!tileTypes({in->elementType, out->elementType, compute}))
     return false;
   bool cheap = kind == MP_NEG || kind == MP_RELU || kind == MP_SQUARE;
   int64_t grain = cheap ? kCheapTiles : kCostlyTiles;
+  if (bf16Unary(kind, in, out, compute, grain))
+    return true;
   if (directF32(compute, out, {in})) {
     auto *x = static_cast<const float *>(in->data);
     auto *y = static_cast<float *>(out->data);
@@ -471,6 +572,8 @@ bool fastActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
   bool cheap =
       kind == MP_RELU_GRAD || kind == MP_TANH_GRAD || kind == MP_SIGMOID_GRAD;
   int64_t grain = cheap ? kCheapTiles : kCostlyTiles;
+  if (bf16ActivationGrad(kind, dy, saved, dx, compute, grain))
+    return true;
   if (directF32(compute, dx, {dy, saved})) {
     auto *g = static_cast<const float *>(dy->data);
     auto *s = static_cast<const float *>(saved->data);
