@@ -1072,9 +1072,8 @@ MP_INLINE void depthwiseChunk(const SD *dy, const SX *x, const Depthwise &g,
     }                                                                          \
   }
 #if MP_X86
-MP_DEPTHWISE_LOOPS(Avx512,
-                   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))))
-MP_DEPTHWISE_LOOPS(Avx2, __attribute__((target("avx2"))))
+MP_DEPTHWISE_LOOPS(Avx512, MP_TARGET_AVX512)
+MP_DEPTHWISE_LOOPS(Avx2, MP_TARGET_AVX2)
 #endif
 MP_DEPTHWISE_LOOPS(Base, )
 #undef MP_DEPTHWISE_LOOPS

@@ -202,12 +202,13 @@ __attribute__((always_inline)) inline uint16_t roundToBf16(float x) {
   return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
-/// Binary ops, unary ops and activation gradients on whole bf16 tensors,
-/// f32 arithmetic: each element widened, computed and rounded in one loop,
-/// where the tiles would convert the operands into f32 buffers, compute on
-/// those and convert the result back (three passes, which cost more than
-/// the bytes they save while the tensors are in cache). The result is
-/// rounded once, as the tiles round it.
+/// Binary ops (on whole tensors and bias rows), unary ops and activation
+/// gradients on bf16 tensors, f32 arithmetic: each element widened,
+/// computed and rounded in one loop, where the tiles would convert the
+/// operands into f32 buffers, compute on those and convert the result back
+/// (three passes, which cost more than the bytes they save while the
+/// tensors are in cache). The result is rounded once, as the tiles round
+/// it.
 #define MP_BF16_LOOPS(SUFFIX, TARGET)                                          \
   template <mpBinaryKind K>                                                    \
   TARGET void bf16BinaryLoop##SUFFIX(const uint16_t *__restrict a,             \
@@ -635,29 +636,53 @@ Bf16Loop bf16BinaryLoop(mpBinaryKind kind) {
 #undef MP_BY_KIND
 }
 
-/// fastBinary on bf16 tensors of the output's shape (broadcast shapes with
-/// its element count are its shape) with f32 compute, or bf16 compute (f32
+/// The period of `t` as the output reads it, element i at i % period: a
+/// tensor of the output's size (broadcast shapes with its element count are
+/// its shape), or a row repeated down the leading dimensions (a bias row)
+/// at least 16 long; 0 for any other broadcast.
+int64_t bf16Period(const mpTensor *t, const mpTensor *out,
+                   const int64_t *steps) {
+  int64_t n = mpNumElements(out);
+  if (mpNumElements(t) == n)
+    return n;
+  Operand o;
+  o.init(t, *out, steps);
+  return !o.general && o.inner == 1 && o.period >= 16 ? o.period : 0;
+}
+
+/// fastBinary on bf16 tensors with f32 compute, or bf16 compute (f32
 /// arithmetic on exact bf16 operands, rounded to bf16, which the store's
-/// rounding repeats), through bf16BinaryLoop; false for anything else.
-/// Kept out of fastBinary (noinline): GCC compiled the tile loops there
+/// rounding repeats), where each operand is whole or a repeated row
+/// (bf16Period): bf16BinaryLoop over the runs in which both operands are
+/// consecutive; false for anything else. Kept apart from fastBinary
+/// (noinline, called before it): GCC compiled fastBinary's tile loops
 /// slower with this inlined beside them.
 __attribute__((noinline)) bool bf16Binary(mpBinaryKind kind,
                                           const mpTensor *lhs,
                                           const mpTensor *rhs, mpTensor *out,
+                                          const int64_t *ls, const int64_t *rs,
                                           mpElementType compute) {
   int64_t n = mpNumElements(out);
   Bf16Loop loop = bf16BinaryLoop(kind);
-  if (!loop || !libraryKernelsEnabled() || lhs->elementType != MP_BF16 ||
-      rhs->elementType != MP_BF16 || out->elementType != MP_BF16 ||
+  if (!loop || n == 0 || !libraryKernelsEnabled() ||
+      lhs->elementType != MP_BF16 || rhs->elementType != MP_BF16 ||
+      out->elementType != MP_BF16 ||
       (compute != MP_F32 && compute != MP_BF16) ||
-      mpNumElements(lhs) != n || mpNumElements(rhs) != n ||
       overlapsAny(out, {lhs, rhs}))
+    return false;
+  int64_t pa = bf16Period(lhs, out, ls), pb = bf16Period(rhs, out, rs);
+  if (!pa || !pb)
     return false;
   auto *a = static_cast<const uint16_t *>(lhs->data);
   auto *b = static_cast<const uint16_t *>(rhs->data);
   auto *c = static_cast<uint16_t *>(out->data);
   forEachTile(n, kCheapTiles, [&](int64_t i, int64_t len) {
-    loop(a + i, b + i, len, c + i);
+    for (int64_t j = i, end = i + len; j < end;) {
+      int64_t ja = j % pa, jb = j % pb;
+      int64_t run = std::min({end - j, pa - ja, pb - jb});
+      loop(a + ja, b + jb, run, c + j);
+      j += run;
+    }
   });
   return true;
 }
@@ -665,8 +690,6 @@ __attribute__((noinline)) bool bf16Binary(mpBinaryKind kind,
 bool fastBinary(mpBinaryKind kind, const mpTensor *lhs, const mpTensor *rhs,
                 mpTensor *out, const int64_t *ls, const int64_t *rs,
                 mpElementType compute) {
-  if (bf16Binary(kind, lhs, rhs, out, compute))
-    return true;
   if (!tileTypes(
           {lhs->elementType, rhs->elementType, out->elementType, compute}))
     return false;
@@ -757,7 +780,8 @@ extern "C" mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs,
   int64_t ls[MP_MAX_RANK] = {}, rs[MP_MAX_RANK] = {};
   if (!broadcastStrides(*lhs, *rhs, *out, ls, rs))
     return MP_ERROR_INVALID_ARGUMENT;
-  if (fastBinary(kind, lhs, rhs, out, ls, rs, compute))
+  if (bf16Binary(kind, lhs, rhs, out, ls, rs, compute) ||
+      fastBinary(kind, lhs, rhs, out, ls, rs, compute))
     return MP_OK;
   int64_t n = mpNumElements(out);
   for (int64_t i = 0; i < n; ++i) {
