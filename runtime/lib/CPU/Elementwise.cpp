@@ -189,14 +189,10 @@ MP_ELEMENT_LOOPS(Base, )
 /// mpF32ToBF16 rounds (to nearest even; a NaN quieted, its payload kept),
 /// in integer arithmetic the loops below vectorise.
 __attribute__((always_inline)) inline float widenBf16(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
+  return floatOf(uint32_t(h) << 16);
 }
 __attribute__((always_inline)) inline uint16_t roundToBf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
+  uint32_t u = bitsOf(x);
   uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   uint32_t quiet = (u >> 16) | 0x40u;
   return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
@@ -663,15 +659,11 @@ __attribute__((noinline)) bool bf16Binary(mpBinaryKind kind,
                                           const int64_t *ls, const int64_t *rs,
                                           mpElementType compute) {
   int64_t n = mpNumElements(out);
-  Bf16Loop loop = bf16BinaryLoop(kind);
-  if (!loop || n == 0 || !libraryKernelsEnabled() ||
-      lhs->elementType != MP_BF16 || rhs->elementType != MP_BF16 ||
-      out->elementType != MP_BF16 ||
-      (compute != MP_F32 && compute != MP_BF16) ||
-      overlapsAny(out, {lhs, rhs}))
+  if (n == 0 || !bf16Throughout(compute, out, {lhs, rhs}))
     return false;
+  Bf16Loop loop = bf16BinaryLoop(kind);
   int64_t pa = bf16Period(lhs, out, ls), pb = bf16Period(rhs, out, rs);
-  if (!pa || !pb)
+  if (!loop || !pa || !pb)
     return false;
   auto *a = static_cast<const uint16_t *>(lhs->data);
   auto *b = static_cast<const uint16_t *>(rhs->data);

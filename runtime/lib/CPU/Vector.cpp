@@ -101,6 +101,20 @@ void storeScalar(const float *in, int64_t n, bool bf16, uint16_t *out) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+/// Stores the elements before `out` reaches an `alignment`-byte boundary
+/// (streaming stores need it) as the tails are stored, the same bits, and
+/// advances past them.
+void storeHeadToAlignment(const float *&in, int64_t &n, bool bf16,
+                          uint16_t *&out, uintptr_t alignment) {
+  uintptr_t at = reinterpret_cast<uintptr_t>(out) % alignment;
+  int64_t head = std::min<int64_t>(
+      n, int64_t((alignment - at) % alignment / sizeof(uint16_t)));
+  storeScalar(in, head, bf16, out);
+  in += head;
+  out += head;
+  n -= head;
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void
 loadAvx512(const uint16_t *in, bool bf16, int64_t n, float *out) {
   int64_t i = 0;
@@ -131,16 +145,8 @@ loadAvx512(const uint16_t *in, bool bf16, int64_t n, float *out) {
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void
 storeAvx512(const float *in, int64_t n, bool bf16, uint16_t *out,
             bool stream) {
-  // Streaming stores need 32-byte alignment: a head up to it is stored as
-  // the tail is (the same bits).
-  if (stream) {
-    int64_t head = std::min<int64_t>(
-        n, (32 - reinterpret_cast<uintptr_t>(out) % 32) % 32 / 2);
-    storeScalar(in, head, bf16, out);
-    in += head;
-    out += head;
-    n -= head;
-  }
+  if (stream)
+    storeHeadToAlignment(in, n, bf16, out, 32);
   const __m512i lsbMask = _mm512_set1_epi32(1);
   const __m512i bias = _mm512_set1_epi32(0x7fff);
   const __m512i quiet = _mm512_set1_epi32(0x40);
@@ -210,14 +216,8 @@ __attribute__((target("avx2"))) void loadBF16Avx2(const uint16_t *in, int64_t n,
 
 __attribute__((target("avx2"))) void
 storeBF16Avx2(const float *in, int64_t n, uint16_t *out, bool stream) {
-  if (stream) {
-    int64_t head = std::min<int64_t>(
-        n, (16 - reinterpret_cast<uintptr_t>(out) % 16) % 16 / 2);
-    storeScalar(in, head, true, out);
-    in += head;
-    out += head;
-    n -= head;
-  }
+  if (stream)
+    storeHeadToAlignment(in, n, true, out, 16);
   const __m256i one = _mm256_set1_epi32(1);
   const __m256i bias = _mm256_set1_epi32(0x7fff);
   const __m256i quiet = _mm256_set1_epi32(0x40);
