@@ -977,12 +977,14 @@ void testBatchNorm(std::mt19937_64 &rng) {
   bool ok = true;
   // (n, c, h, w), NCHW and NHWC, channel counts that leave a partial
   // block (NHWC blocks are 16-channel multiples up to 256) and a partial
-  // 16-channel chunk; a fifth 1 puts NaNs and infinities into x and dy.
+  // 16-channel chunk, and rows enough (3200) that the NHWC passes take
+  // their chunks one or two at a time (groupSize); a fifth 1 puts NaNs and
+  // infinities into x and dy.
   // y (and dy) may have another type than x (and dx): AMP stores a norm's
   // output in the type its consumers read.
   for (std::vector<int64_t> d :
        {std::vector<int64_t>{2, 3, 5, 7}, {8, 37, 9, 9}, {1, 1, 1, 3},
-        {2, 300, 3, 5}, {1, 600, 2, 3}, {2, 40, 3, 5, 1}})
+        {2, 300, 3, 5}, {1, 600, 2, 3}, {2, 96, 40, 40}, {2, 40, 3, 5, 1}})
     for (int last = 0; last <= 1; ++last)
       for (mpElementType t : kTypes)
       for (mpElementType u : kTypes) {
