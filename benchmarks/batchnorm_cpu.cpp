@@ -6,7 +6,7 @@
 // 32x32 with 64 channels (the stem), then 16x16, 8x8, 4x4 and 2x2 with
 // 64/256, 128/512, 256/1024 and 512/2048 channels. ReLU over the same
 // elements is the floor (it reads and writes each element once); the table
-// gives ns per element and the ratio to ReLU's time, with f32 and bf16
+// gives ns per element and the ratio to ReLU's time, with f32, bf16 and f16
 // storage. Each shape alternates the three kernels 12 times in one process;
 // each entry is the minimum of the last 10. Build against the runtime
 // library of a Release build (one command):
@@ -43,7 +43,7 @@ int main() {
               static_cast<long long>(batch));
   std::printf("%-14s %-5s %8s %16s %16s\n", "shape", "type", "relu",
               "batch_norm", "batch_norm_grad");
-  for (mpElementType type : {MP_F32, MP_BF16})
+  for (mpElementType type : {MP_F32, MP_BF16, MP_F16})
     for (Shape s : shapes) {
       std::vector<int64_t> dims = {batch, s.side, s.side, s.channels};
       Buffer x(type, dims), y(type, dims), dy(type, dims), dx(type, dims);
@@ -83,8 +83,11 @@ int main() {
                     static_cast<long long>(s.side),
                     static_cast<long long>(s.side),
                     static_cast<long long>(s.channels));
+      const char *typeName = type == MP_F32    ? "f32"
+                             : type == MP_BF16 ? "bf16"
+                                               : "f16";
       std::printf("%-14s %-5s %8.3f %8.3f (%4.1fx) %8.3f (%4.1fx)\n", name,
-                  type == MP_F32 ? "f32" : "bf16", best[0] * 1e6 / n,
+                  typeName, best[0] * 1e6 / n,
                   best[1] * 1e6 / n, best[1] / best[0], best[2] * 1e6 / n,
                   best[2] / best[0]);
     }

@@ -312,8 +312,11 @@ Span span(const Act &in, const mpWindow *w, mpPoolKind kind, int64_t y0,
 
 namespace {
 
-/// A bf16's bits.
+/// A bf16's bits, and an f16's.
 struct Bf16 {
+  uint16_t bits;
+};
+struct F16 {
   uint16_t bits;
 };
 
@@ -338,6 +341,7 @@ constexpr int64_t kVectorLanes = 16;
 template <int N> struct VecOf {
   typedef float F __attribute__((vector_size(4 * N)));
   typedef uint32_t U __attribute__((vector_size(4 * N)));
+  typedef int32_t I __attribute__((vector_size(4 * N)));
   typedef uint16_t H __attribute__((vector_size(2 * N)));
 };
 template <int N> using Vec = typename VecOf<N>::F;
@@ -359,6 +363,43 @@ MP_INLINE Vec<N> loadVec(const Bf16 *p, int64_t n) {
   std::memcpy(&v, &bits, sizeof v);
   return v;
 }
+/// f16 lanes widened exactly, as mpF16ToF32 widens them (a signalling NaN
+/// stays signalling). 16 or 8 lanes take vcvtph2ps (AVX-512, F16C) as
+/// inline assembly: an intrinsic needs its target attribute on every
+/// function it is inlined through, and these are shared by the loops of
+/// all instruction sets. vcvtph2ps quiets signalling NaNs, so NaN lanes are
+/// rebuilt from their bits. 4 lanes (the baseline, no F16C) rebias the
+/// exponent in integer arithmetic and scale subnormals by 2^-24 (exact).
+template <int N, int64_t W>
+MP_INLINE Vec<N> loadVec(const F16 *p, int64_t n) {
+  typedef typename VecOf<N>::U U;
+  typename VecOf<N>::H h = {};
+  std::memcpy(&h, p, sizeof(F16) * size_t(W ? W : n));
+  U x = __builtin_convertvector(h, U);
+  U abs = x & 0x7fffu, exponent = abs >> 10, sign = (x & 0x8000u) << 16;
+  U special = sign | (abs << 13) | 0x7f800000u; // infinity or NaN
+  U bits;
+  if constexpr (N == 16 || N == 8) {
+    Vec<N> v;
+    asm("vcvtph2ps %1, %0" : "=v"(v) : "v"(h));
+    std::memcpy(&bits, &v, sizeof bits);
+    U isNan = (U)(abs > 0x7c00u);
+    bits = (special & isNan) | (bits & ~isNan);
+  } else {
+    U normal = sign | ((abs << 13) + (112u << 23)); // rebiased 15 to 127
+    Vec<N> tiny = // a subnormal's mantissa times 2^-24, exactly
+        __builtin_convertvector((typename VecOf<N>::I)abs, Vec<N>) * 0x1p-24f;
+    U tinyBits;
+    std::memcpy(&tinyBits, &tiny, sizeof tinyBits);
+    tinyBits |= sign;
+    U isTiny = (U)(exponent == 0u), isSpecial = (U)(exponent == 31u);
+    bits = (tinyBits & isTiny) | (special & isSpecial) |
+           (normal & ~(isTiny | isSpecial));
+  }
+  Vec<N> v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
 /// Stores `W` lanes (0: the first `n`), rounded as mpF32ToBF16 rounds
 /// (to nearest even; a NaN quieted with its payload) for bf16.
 template <int N, int64_t W>
@@ -376,6 +417,41 @@ MP_INLINE void storeVec(Vec<N> v, Bf16 *p, int64_t n) {
   typename VecOf<N>::H h = __builtin_convertvector(
       (quiet & nan) | (rounded & ~nan), typename VecOf<N>::H);
   std::memcpy(p, &h, sizeof(Bf16) * size_t(W ? W : n));
+}
+/// f16: rounded as mpF32ToF16 rounds (to nearest even; past 65520 to
+/// infinity; a NaN quieted with its top payload bits), which vcvtps2ph
+/// does with rounding to nearest even (imm8 = 8; 16 and 8 lanes, as inline
+/// assembly for the reason loadVec gives). 4 lanes round in integer
+/// arithmetic; a subnormal result by adding 0.5, whose last place is
+/// 2^-24, the f16 subnormals' spacing: the sum's low bits are the result's
+/// (round to nearest even, as the default floating-point environment
+/// rounds).
+template <int N, int64_t W>
+MP_INLINE void storeVec(Vec<N> v, F16 *p, int64_t n) {
+  typedef typename VecOf<N>::U U;
+  typename VecOf<N>::H h;
+  if constexpr (N == 16 || N == 8) {
+    asm("vcvtps2ph $8, %1, %0" : "=v"(h) : "v"(v));
+  } else {
+    U x;
+    std::memcpy(&x, &v, sizeof x);
+    U abs = x & 0x7fffffffu, sign = (x >> 16) & 0x8000u;
+    U nan = ((abs >> 13) & 0x3ffu) | 0x7e00u; // top payload bits, quiet
+    U normal = ((abs + 0xfffu + ((abs >> 13) & 1u)) >> 13) - (112u << 10);
+    Vec<N> absF;
+    std::memcpy(&absF, &abs, sizeof absF);
+    Vec<N> tinyF = absF + 0.5f;
+    U tiny;
+    std::memcpy(&tiny, &tinyF, sizeof tiny);
+    tiny -= 0x3f000000u;
+    U isNan = (U)(abs > 0x7f800000u), isHuge = (U)(abs >= 0x477ff000u),
+      isTiny = (U)(abs < 0x38800000u);
+    U finite = (tiny & isTiny) | (normal & ~isTiny);
+    U bits =
+        (nan & isNan) | (0x7c00u & isHuge & ~isNan) | (finite & ~isHuge);
+    h = __builtin_convertvector(bits | sign, typename VecOf<N>::H);
+  }
+  std::memcpy(p, &h, sizeof(F16) * size_t(W ? W : n));
 }
 
 /// a where `mask` is set, else b.
@@ -877,10 +953,11 @@ template <typename Body> void forChannel(const Act &act, int64_t c, Body body) {
 // f32 scratch once and works on it; NHWC, where a channel is strided,
 // streams the rows of a block of channels, one pass per statistic as the
 // loops do, with no scratch. An NHWC block is as wide as the threads allow
-// (up to 256 channels). On f32 and bf16 storage the passes run inside out,
-// 16 channels at a time down all the rows with their sums in registers
-// (batchnorm_cpu.cpp: about 2x faster than a pass per row, whose sums went
-// through memory); f16 storage converts a row at a time (rowPass).
+// (up to 256 channels). The passes run inside out, a vector register's
+// worth of channels at a time down all the rows with their sums in
+// registers (batchnorm_cpu.cpp: about 2x faster than a pass per row, whose
+// sums went through memory, rowPass, which only the AVX2 loops on a CPU
+// without F16C still take for f16 storage).
 //===----------------------------------------------------------------------===//
 
 constexpr int64_t kChannelBlock = 256;
@@ -927,12 +1004,12 @@ void rowPass(const Act &act, int64_t c0, int64_t cn, const mpTensor *ta,
   }
 }
 
-/// NHWC batch norm on f32 or bf16 storage, inside out: a chunk of N
+/// NHWC batch norm on f32, bf16 or f16 storage, inside out: a chunk of N
 /// channels (one vector register: 16 with AVX-512, 8 with AVX2, 4 with
 /// SSE) runs down the rows (n, y, x) of its block with its sums and
 /// parameters in registers, where rowPass re-read and re-stored every sum
 /// once per row. A channel still sees its elements in the reference loops'
-/// order, so the bits are theirs. f16 storage keeps rowPass.
+/// order, so the bits are theirs.
 ///
 /// `U` adjacent chunks at `x` (row 0) go down the rows together: U
 /// independent chains of additions instead of one, and U * N consecutive
@@ -1195,22 +1272,29 @@ MP_DEPTHWISE_LOOPS(Base, )
 #define MP_BY_ISA(NAME, ...) (&NAME##Base<__VA_ARGS__>)
 #endif
 
-/// Whether every tensor is stored as f32 or bf16, which the inside-out
+/// Whether every tensor is stored as f32, bf16 or f16, which the inside-out
 /// loops take.
 bool insideOut(std::initializer_list<const mpTensor *> ts) {
+  // The AVX2 loops convert f16 with F16C, which every AVX2 CPU has so far.
+  const CpuFeatures &cpu = cpuFeatures();
+  bool f16 = cpu.avx512 || !cpu.avx2 || cpu.f16c;
   for (const mpTensor *t : ts)
-    if (t->elementType != MP_F32 && t->elementType != MP_BF16)
+    if (t->elementType != MP_F32 && t->elementType != MP_BF16 &&
+        (t->elementType != MP_F16 || !f16))
       return false;
   return true;
 }
 
 /// Calls `fn(S())` with the C++ type of an insideOut tensor's storage:
-/// float or Bf16.
-template <typename Fn> void withStorage(const mpTensor *t, Fn fn) {
+/// float, Bf16 or, when WithF16, F16.
+template <bool WithF16 = true, typename Fn>
+void withStorage(const mpTensor *t, Fn fn) {
   if (t->elementType == MP_F32)
     fn(float());
-  else
+  else if (!WithF16 || t->elementType == MP_BF16)
     fn(Bf16());
+  else if constexpr (WithF16)
+    fn(F16());
 }
 
 /// `t`'s storage from channel c0 of row 0.
@@ -1237,6 +1321,7 @@ bool depthwiseFilterGrad(const mpTensor *dy, const mpTensor *input,
       !w->channelsLast || !s.init(input, dfilter, dy, w) ||
       s.groups != s.in.c || s.out.c != s.in.c ||
       s.kh * s.kw > kDepthwiseTaps || !insideOut({dy, input}) ||
+      dy->elementType == MP_F16 || input->elementType == MP_F16 ||
       !isTileType(dfilter->elementType))
     return false;
   Depthwise g{s.in.n,          s.in.c,          s.in.h,
@@ -1255,8 +1340,8 @@ bool depthwiseFilterGrad(const mpTensor *dy, const mpTensor *input,
               [&](int64_t begin, int64_t end) {
                 int64_t c0 = begin * kVectorLanes;
                 int64_t cn = std::min(end * kVectorLanes, g.c) - c0;
-                withStorage(dy, [&](auto sd) {
-                  withStorage(input, [&](auto sx) {
+                withStorage<false>(dy, [&](auto sd) {
+                  withStorage<false>(input, [&](auto sx) {
                     using SD = decltype(sd);
                     using SX = decltype(sx);
                     MP_BY_ISA(depthwise, SD, SX)
