@@ -364,12 +364,16 @@ MP_INLINE Vec<N> loadVec(const Bf16 *p, int64_t n) {
   return v;
 }
 /// f16 lanes widened exactly, as mpF16ToF32 widens them (a signalling NaN
-/// stays signalling). 16 or 8 lanes take vcvtph2ps (AVX-512, F16C) as
-/// inline assembly: an intrinsic needs its target attribute on every
-/// function it is inlined through, and these are shared by the loops of
-/// all instruction sets. vcvtph2ps quiets signalling NaNs, so NaN lanes are
-/// rebuilt from their bits. 4 lanes (the baseline, no F16C) rebias the
-/// exponent in integer arithmetic and scale subnormals by 2^-24 (exact).
+/// stays signalling). 16 or 8 lanes take vcvtph2ps (AVX-512, F16C): with
+/// GCC as inline assembly, since an intrinsic needs its target attribute on
+/// every function it is inlined through and these are shared by the loops
+/// of all instruction sets (GCC 12 widens _Float16 vectors a lane at a
+/// time); clang, which checks an assembly operand's size against the
+/// function it is written in, converts _Float16 vectors, which LLVM selects
+/// as vcvtph2ps in the AVX-512 and AVX2 + F16C loops they are inlined into.
+/// vcvtph2ps quiets signalling NaNs, so NaN lanes are rebuilt from their
+/// bits. 4 lanes (the baseline, no F16C) rebias the exponent in integer
+/// arithmetic and scale subnormals by 2^-24 (exact).
 template <int N, int64_t W>
 MP_INLINE Vec<N> loadVec(const F16 *p, int64_t n) {
   typedef typename VecOf<N>::U U;
@@ -381,7 +385,14 @@ MP_INLINE Vec<N> loadVec(const F16 *p, int64_t n) {
   U bits;
   if constexpr (N == 16 || N == 8) {
     Vec<N> v;
+#if defined(__clang__)
+    typedef _Float16 Halves __attribute__((vector_size(2 * N)));
+    Halves halves;
+    std::memcpy(&halves, &h, sizeof halves);
+    v = __builtin_convertvector(halves, Vec<N>);
+#else
     asm("vcvtph2ps %1, %0" : "=v"(v) : "v"(h));
+#endif
     std::memcpy(&bits, &v, sizeof bits);
     U isNan = (U)(abs > 0x7c00u);
     bits = (special & isNan) | (bits & ~isNan);
@@ -420,8 +431,8 @@ MP_INLINE void storeVec(Vec<N> v, Bf16 *p, int64_t n) {
 }
 /// f16: rounded as mpF32ToF16 rounds (to nearest even; past 65520 to
 /// infinity; a NaN quieted with its top payload bits), which vcvtps2ph
-/// does with rounding to nearest even (imm8 = 8; 16 and 8 lanes, as inline
-/// assembly for the reason loadVec gives). 4 lanes round in integer
+/// does with rounding to nearest even (16 and 8 lanes, written as loadVec
+/// gives; the assembly's imm8 = 8). 4 lanes round in integer
 /// arithmetic; a subnormal result by adding 0.5, whose last place is
 /// 2^-24, the f16 subnormals' spacing: the sum's low bits are the result's
 /// (round to nearest even, as the default floating-point environment
@@ -431,7 +442,13 @@ MP_INLINE void storeVec(Vec<N> v, F16 *p, int64_t n) {
   typedef typename VecOf<N>::U U;
   typename VecOf<N>::H h;
   if constexpr (N == 16 || N == 8) {
+#if defined(__clang__)
+    typedef _Float16 Halves __attribute__((vector_size(2 * N)));
+    Halves halves = __builtin_convertvector(v, Halves);
+    std::memcpy(&h, &halves, sizeof h);
+#else
     asm("vcvtps2ph $8, %1, %0" : "=v"(h) : "v"(v));
+#endif
   } else {
     U x;
     std::memcpy(&x, &v, sizeof x);
@@ -1180,7 +1197,7 @@ inline int64_t groupSize(int64_t rows, int64_t rowBytes) {
 MP_BATCH_NORM_LOOPS(
     Avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))), 16,
     8)
-MP_BATCH_NORM_LOOPS(Avx2, __attribute__((target("avx2"))), 8, 4)
+MP_BATCH_NORM_LOOPS(Avx2, __attribute__((target("avx2,f16c"))), 8, 4)
 #endif
 MP_BATCH_NORM_LOOPS(Base, , 4, 4)
 #undef MP_BATCH_NORM_LOOPS
