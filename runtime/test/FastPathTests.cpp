@@ -453,21 +453,24 @@ void testElementwise(std::mt19937_64 &rng) {
           }, why);
         }
     }
-    // bf16 throughout, computed in f32 or in bf16 (on the whole form, one
-    // loop per element widens, combines and rounds: Elementwise.cpp).
+    // bf16 and f16 throughout, computed in f32 or in the storage type (on
+    // whole operands and bias rows, one loop widens, combines and rounds:
+    // Elementwise.cpp).
     for (int k = MP_ADD; k <= MP_MINIMUM; ++k)
-      for (mpElementType compute : {MP_F32, MP_BF16}) {
-        Buffer l(MP_BF16, f.lhs), r(MP_BF16, f.rhs), o(MP_BF16, f.out);
-        fill(l, rng);
-        fill(r, rng);
-        mpTensor L = l.tensor(), R = r.tensor();
-        ok &= sameBits({&o}, [&] {
-          mpTensor O = o.tensor();
-          return mpBinary(mpBinaryKind(k), &L, &R, &O, compute);
-        }, why);
-      }
+      for (mpElementType t : {MP_BF16, MP_F16})
+        for (mpElementType compute : {MP_F32, t}) {
+          Buffer l(t, f.lhs), r(t, f.rhs), o(t, f.out);
+          fill(l, rng);
+          fill(r, rng);
+          mpTensor L = l.tensor(), R = r.tensor();
+          ok &= sameBits({&o}, [&] {
+            mpTensor O = o.tensor();
+            return mpBinary(mpBinaryKind(k), &L, &R, &O, compute);
+          }, why);
+        }
     check(ok, std::string("every binary op, broadcast form '") + f.name +
-                  "', every type, f32 and bf16 throughout, in place " + why);
+                  "', every type, f32, bf16 and f16 throughout, in place " +
+                  why);
   }
   // Select: the condition in the first form, the chosen-when-true value in
   // the second, the other one whole (then as a scalar, as masks use it).

@@ -17,6 +17,7 @@
 #include "mp/Runtime/Philox.h"
 
 #include "Elements.h"
+#include "Lanes.h"
 #include "Math.h"
 #include "Tiles.h"
 
@@ -230,6 +231,89 @@ MP_BF16_LOOPS(Avx512, MP_TARGET_AVX512)
 MP_BF16_LOOPS(Avx2, MP_TARGET_AVX2)
 MP_BF16_LOOPS(Base, )
 #undef MP_BF16_LOOPS
+
+// The f16 loops' vectors are arguments and results only of functions that
+// are inlined, so GCC's note that their ABI differs between instruction
+// sets does not apply; it reports the note at the end of the file, where
+// the loops' lambdas are emitted, so it stays off to there.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+/// The bf16 loops' binary ops (whole tensors and bias rows), and ReLU and
+/// its gradient, on f16 tensors: N lanes (the register width) widened,
+/// computed and rounded at a time with Lanes.h's conversions (vcvtph2ps
+/// and vcvtps2ph on AVX-512 and F16C), since GCC 12 converts _Float16 a
+/// lane at a time, which a scalar loop as the bf16 ones would leave it to.
+/// ReLU keeps NaN and gives +0 for -0, as the scalar function does; its
+/// gradient passes dy where s > 0. The same bits as the tiles.
+#define MP_F16_LOOPS(SUFFIX, TARGET, N)                                        \
+  template <mpBinaryKind K>                                                    \
+  TARGET void f16BinaryLoop##SUFFIX(const uint16_t *a, const uint16_t *b,      \
+                                    int64_t n, uint16_t *c) {                  \
+    auto op = [](Vec<N> x, Vec<N> y) { /* the scalar arithmetic */          \
+      if constexpr (K == MP_ADD)                                               \
+        return x + y;                                                          \
+      else if constexpr (K == MP_SUB)                                          \
+        return x - y;                                                          \
+      else if constexpr (K == MP_MUL)                                          \
+        return x * y;                                                          \
+      else                                                                     \
+        return x / y;                                                          \
+    };                                                                         \
+    auto *pa = reinterpret_cast<const F16 *>(a);                               \
+    auto *pb = reinterpret_cast<const F16 *>(b);                               \
+    auto *pc = reinterpret_cast<F16 *>(c);                                     \
+    int64_t i = 0;                                                             \
+    for (; i + N <= n; i += N)                                                 \
+      storeVec<N, N>(op(loadVec<N, N>(pa + i, N), loadVec<N, N>(pb + i, N)),   \
+                     pc + i, N);                                               \
+    if (i < n)                                                                 \
+      storeVec<N, 0>(                                                          \
+          op(loadVec<N, 0>(pa + i, n - i), loadVec<N, 0>(pb + i, n - i)),      \
+          pc + i, n - i);                                                      \
+  }                                                                            \
+  TARGET void f16ReluLoop##SUFFIX(const uint16_t *x, int64_t n, uint16_t *y) { \
+    typedef typename VecOf<N>::U U;                                            \
+    auto relu = [](Vec<N> v) {                                                 \
+      return select<N>((U)(v > 0.0f) | (U)(v != v), v, Vec<N>{});              \
+    };                                                                         \
+    auto *px = reinterpret_cast<const F16 *>(x);                               \
+    auto *py = reinterpret_cast<F16 *>(y);                                     \
+    int64_t i = 0;                                                             \
+    for (; i + N <= n; i += N)                                                 \
+      storeVec<N, N>(relu(loadVec<N, N>(px + i, N)), py + i, N);               \
+    if (i < n)                                                                 \
+      storeVec<N, 0>(relu(loadVec<N, 0>(px + i, n - i)), py + i, n - i);       \
+  }                                                                            \
+  TARGET void f16ReluGradLoop##SUFFIX(const uint16_t *g, const uint16_t *s,    \
+                                      int64_t n, uint16_t *dx) {               \
+    typedef typename VecOf<N>::U U;                                            \
+    auto grad = [](Vec<N> d, Vec<N> v) {                                       \
+      return select<N>((U)(v > 0.0f), d, Vec<N>{});                            \
+    };                                                                         \
+    auto *pg = reinterpret_cast<const F16 *>(g);                               \
+    auto *ps = reinterpret_cast<const F16 *>(s);                               \
+    auto *pd = reinterpret_cast<F16 *>(dx);                                    \
+    int64_t i = 0;                                                             \
+    for (; i + N <= n; i += N)                                                 \
+      storeVec<N, N>(                                                          \
+          grad(loadVec<N, N>(pg + i, N), loadVec<N, N>(ps + i, N)), pd + i,    \
+          N);                                                                  \
+    if (i < n)                                                                 \
+      storeVec<N, 0>(grad(loadVec<N, 0>(pg + i, n - i),                        \
+                          loadVec<N, 0>(ps + i, n - i)),                       \
+                     pd + i, n - i);                                           \
+  }
+#if MP_X86
+MP_F16_LOOPS(Avx512, MP_TARGET_AVX512, 16)
+MP_F16_LOOPS(Avx2, __attribute__((target("avx2,f16c"))), 8)
+#else
+MP_F16_LOOPS(Avx512, , 4)
+MP_F16_LOOPS(Avx2, , 4)
+#endif
+MP_F16_LOOPS(Base, , 4)
+#undef MP_F16_LOOPS
 
 /// Blocks of dropout mask words per tile.
 constexpr int64_t kTileBlocks = kTile / 4;
@@ -459,8 +543,59 @@ bool bf16Throughout(mpElementType compute, const mpTensor *out,
   return true;
 }
 
+/// Whether `out` and `inputs` are f16, computed in f32 or f16 (as for
+/// bf16), `out` overlaps none of them, and this CPU's f16 loops convert
+/// them (the AVX2 ones use F16C, which every AVX2 CPU has so far).
+bool f16Throughout(mpElementType compute, const mpTensor *out,
+                   std::initializer_list<const mpTensor *> inputs) {
+  const CpuFeatures &cpu = cpuFeatures();
+  if (!libraryKernelsEnabled() || out->elementType != MP_F16 ||
+      (compute != MP_F32 && compute != MP_F16) || overlapsAny(out, inputs) ||
+      (!cpu.avx512 && cpu.avx2 && !cpu.f16c))
+    return false;
+  for (const mpTensor *t : inputs)
+    if (t->elementType != MP_F16)
+      return false;
+  return true;
+}
+
+/// fastUnary's ReLU through f16ReluLoop where f16Throughout. Out of line,
+/// as narrowBinary.
+__attribute__((noinline)) bool f16Unary(mpUnaryKind kind, const mpTensor *in,
+                                        mpTensor *out, mpElementType compute,
+                                        int64_t grain) {
+  if (kind != MP_RELU || !f16Throughout(compute, out, {in}))
+    return false;
+  auto loop = forIsa(f16ReluLoopAvx512, f16ReluLoopAvx2, f16ReluLoopBase);
+  auto *x = static_cast<const uint16_t *>(in->data);
+  auto *y = static_cast<uint16_t *>(out->data);
+  forEachTile(mpNumElements(in), grain,
+              [&](int64_t i, int64_t n) { loop(x + i, n, y + i); });
+  return true;
+}
+
+/// fastActivationGrad's ReLU gradient through f16ReluGradLoop where
+/// f16Throughout.
+__attribute__((noinline)) bool f16ActivationGrad(mpActivationGradKind kind,
+                                                 const mpTensor *dy,
+                                                 const mpTensor *saved,
+                                                 mpTensor *dx,
+                                                 mpElementType compute,
+                                                 int64_t grain) {
+  if (kind != MP_RELU_GRAD || !f16Throughout(compute, dx, {dy, saved}))
+    return false;
+  auto loop =
+      forIsa(f16ReluGradLoopAvx512, f16ReluGradLoopAvx2, f16ReluGradLoopBase);
+  auto *g = static_cast<const uint16_t *>(dy->data);
+  auto *s = static_cast<const uint16_t *>(saved->data);
+  auto *d = static_cast<uint16_t *>(dx->data);
+  forEachTile(mpNumElements(dy), grain,
+              [&](int64_t i, int64_t n) { loop(g + i, s + i, n, d + i); });
+  return true;
+}
+
 /// fastUnary through bf16UnaryLoop, where bf16Throughout and the kind has a
-/// vector loop; false otherwise. Out of line, as bf16Binary.
+/// vector loop; false otherwise. Out of line, as narrowBinary.
 __attribute__((noinline)) bool bf16Unary(mpUnaryKind kind, const mpTensor *in,
                                          mpTensor *out, mpElementType compute,
                                          int64_t grain) {
@@ -537,7 +672,8 @@ bool fastUnary(mpUnaryKind kind, const mpTensor *in, mpTensor *out,
     return false;
   bool cheap = kind == MP_NEG || kind == MP_RELU || kind == MP_SQUARE;
   int64_t grain = cheap ? kCheapTiles : kCostlyTiles;
-  if (bf16Unary(kind, in, out, compute, grain))
+  if (bf16Unary(kind, in, out, compute, grain) ||
+      f16Unary(kind, in, out, compute, grain))
     return true;
   if (directF32(compute, out, {in})) {
     auto *x = static_cast<const float *>(in->data);
@@ -569,7 +705,8 @@ bool fastActivationGrad(mpActivationGradKind kind, const mpTensor *dy,
   bool cheap =
       kind == MP_RELU_GRAD || kind == MP_TANH_GRAD || kind == MP_SIGMOID_GRAD;
   int64_t grain = cheap ? kCheapTiles : kCostlyTiles;
-  if (bf16ActivationGrad(kind, dy, saved, dx, compute, grain))
+  if (bf16ActivationGrad(kind, dy, saved, dx, compute, grain) ||
+      f16ActivationGrad(kind, dy, saved, dx, compute, grain))
     return true;
   if (directF32(compute, dx, {dy, saved})) {
     auto *g = static_cast<const float *>(dy->data);
@@ -613,14 +750,19 @@ void binaryTile(mpBinaryKind kind, const float *a, const float *b, int64_t n,
   }
 }
 
-/// bf16BinaryLoop's variant for `kind` on this CPU, or null.
-using Bf16Loop = void (*)(const uint16_t *, const uint16_t *, int64_t,
-                          uint16_t *);
-Bf16Loop bf16BinaryLoop(mpBinaryKind kind) {
+/// The variant of bf16BinaryLoop (`type` bf16) or f16BinaryLoop for `kind`
+/// on this CPU, or null.
+using NarrowLoop = void (*)(const uint16_t *, const uint16_t *, int64_t,
+                            uint16_t *);
+NarrowLoop narrowBinaryLoop(mpBinaryKind kind, mpElementType type) {
 #define MP_BY_KIND(K)                                                          \
   case K:                                                                      \
-    return forIsa<Bf16Loop>(bf16BinaryLoopAvx512<K>, bf16BinaryLoopAvx2<K>,    \
-                            bf16BinaryLoopBase<K>);
+    return type == MP_BF16                                                     \
+               ? forIsa<NarrowLoop>(bf16BinaryLoopAvx512<K>,                   \
+                                    bf16BinaryLoopAvx2<K>,                     \
+                                    bf16BinaryLoopBase<K>)                     \
+               : forIsa<NarrowLoop>(f16BinaryLoopAvx512<K>,                    \
+                                    f16BinaryLoopAvx2<K>, f16BinaryLoopBase<K>);
   switch (kind) {
     MP_BY_KIND(MP_ADD)
     MP_BY_KIND(MP_SUB)
@@ -636,8 +778,8 @@ Bf16Loop bf16BinaryLoop(mpBinaryKind kind) {
 /// tensor of the output's size (broadcast shapes with its element count are
 /// its shape), or a row repeated down the leading dimensions (a bias row)
 /// at least 16 long; 0 for any other broadcast.
-int64_t bf16Period(const mpTensor *t, const mpTensor *out,
-                   const int64_t *steps) {
+int64_t narrowPeriod(const mpTensor *t, const mpTensor *out,
+                     const int64_t *steps) {
   int64_t n = mpNumElements(out);
   if (mpNumElements(t) == n)
     return n;
@@ -646,23 +788,25 @@ int64_t bf16Period(const mpTensor *t, const mpTensor *out,
   return !o.general && o.inner == 1 && o.period >= 16 ? o.period : 0;
 }
 
-/// fastBinary on bf16 tensors with f32 compute, or bf16 compute (f32
-/// arithmetic on exact bf16 operands, rounded to bf16, which the store's
-/// rounding repeats), where each operand is whole or a repeated row
-/// (bf16Period): bf16BinaryLoop over the runs in which both operands are
-/// consecutive; false for anything else. Kept apart from fastBinary
-/// (noinline, called before it): GCC compiled fastBinary's tile loops
-/// slower with this inlined beside them.
-__attribute__((noinline)) bool bf16Binary(mpBinaryKind kind,
-                                          const mpTensor *lhs,
-                                          const mpTensor *rhs, mpTensor *out,
-                                          const int64_t *ls, const int64_t *rs,
-                                          mpElementType compute) {
+/// fastBinary on bf16 (f16) tensors with f32 compute, or bf16 (f16)
+/// compute (f32 arithmetic on exact operands, rounded to the storage type,
+/// which the store's rounding repeats), where each operand is whole or a
+/// repeated row (narrowPeriod): bf16BinaryLoop (f16BinaryLoop) over the
+/// runs in which both operands are consecutive; false for anything else.
+/// Kept apart from fastBinary (noinline, called before it): GCC compiled
+/// fastBinary's tile loops slower with this inlined beside them.
+__attribute__((noinline)) bool narrowBinary(mpBinaryKind kind,
+                                            const mpTensor *lhs,
+                                            const mpTensor *rhs, mpTensor *out,
+                                            const int64_t *ls,
+                                            const int64_t *rs,
+                                            mpElementType compute) {
   int64_t n = mpNumElements(out);
-  if (n == 0 || !bf16Throughout(compute, out, {lhs, rhs}))
+  if (n == 0 || !(bf16Throughout(compute, out, {lhs, rhs}) ||
+                  f16Throughout(compute, out, {lhs, rhs})))
     return false;
-  Bf16Loop loop = bf16BinaryLoop(kind);
-  int64_t pa = bf16Period(lhs, out, ls), pb = bf16Period(rhs, out, rs);
+  NarrowLoop loop = narrowBinaryLoop(kind, out->elementType);
+  int64_t pa = narrowPeriod(lhs, out, ls), pb = narrowPeriod(rhs, out, rs);
   if (!loop || !pa || !pb)
     return false;
   auto *a = static_cast<const uint16_t *>(lhs->data);
@@ -772,7 +916,7 @@ extern "C" mpStatus mpBinary(mpBinaryKind kind, const mpTensor *lhs,
   int64_t ls[MP_MAX_RANK] = {}, rs[MP_MAX_RANK] = {};
   if (!broadcastStrides(*lhs, *rhs, *out, ls, rs))
     return MP_ERROR_INVALID_ARGUMENT;
-  if (bf16Binary(kind, lhs, rhs, out, ls, rs, compute) ||
+  if (narrowBinary(kind, lhs, rhs, out, ls, rs, compute) ||
       fastBinary(kind, lhs, rhs, out, ls, rs, compute))
     return MP_OK;
   int64_t n = mpNumElements(out);
