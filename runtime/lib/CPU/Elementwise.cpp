@@ -233,77 +233,108 @@ MP_BF16_LOOPS(Base, )
 #undef MP_BF16_LOOPS
 
 // The f16 loops' vectors are arguments and results only of functions that
-// are inlined, so GCC's note that their ABI differs between instruction
-// sets does not apply; it reports the note at the end of the file, where
-// the loops' lambdas are emitted, so it stays off to there.
+// are always inlined, so GCC's note that their ABI differs between
+// instruction sets does not apply; it reports the note at the end of the
+// file, so it stays off to there.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
+
+/// x `K` y on N lanes: the scalar binary's arithmetic, lane by lane.
+template <mpBinaryKind K, int N>
+MP_INLINE Vec<N> binaryLanes(Vec<N> x, Vec<N> y) {
+  if constexpr (K == MP_ADD)
+    return x + y;
+  else if constexpr (K == MP_SUB)
+    return x - y;
+  else if constexpr (K == MP_MUL)
+    return x * y;
+  else
+    return x / y;
+}
+
+/// Unary op `K` on N lanes (ReLU only), as the scalar function: NaN kept,
+/// +0 for -0.
+template <mpUnaryKind K, int N> MP_INLINE Vec<N> unaryLanes(Vec<N> v) {
+  static_assert(K == MP_RELU, "f16 loops: ReLU only");
+  typedef typename VecOf<N>::U U;
+  return select<N>((U)(v > 0.0f) | (U)(v != v), v, Vec<N>{});
+}
+
+/// Activation gradient `K` on N lanes (ReLU's only): dy where s > 0, else
+/// +0.
+template <mpActivationGradKind K, int N>
+MP_INLINE Vec<N> gradLanes(Vec<N> dy, Vec<N> s) {
+  static_assert(K == MP_RELU_GRAD, "f16 loops: ReLU's gradient only");
+  typedef typename VecOf<N>::U U;
+  return select<N>((U)(s > 0.0f), dy, Vec<N>{});
+}
 
 /// The bf16 loops' binary ops (whole tensors and bias rows), and ReLU and
 /// its gradient, on f16 tensors: N lanes (the register width) widened,
 /// computed and rounded at a time with Lanes.h's conversions (vcvtph2ps
 /// and vcvtps2ph on AVX-512 and F16C), since GCC 12 converts _Float16 a
 /// lane at a time, which a scalar loop as the bf16 ones would leave it to.
-/// ReLU keeps NaN and gives +0 for -0, as the scalar function does; its
-/// gradient passes dy where s > 0. The same bits as the tiles.
+/// The same bits as the tiles. Each run is inlined into the loop of its
+/// instruction set below, which passes it only pointers: clang checks a
+/// vector passed by value in a function with a target attribute against
+/// the instruction set the function has without it.
+template <mpBinaryKind K, int N>
+MP_INLINE void binaryRun(const F16 *a, const F16 *b, int64_t n, F16 *c) {
+  int64_t i = 0;
+  for (; i + N <= n; i += N)
+    storeVec<N, N>(
+        binaryLanes<K, N>(loadVec<N, N>(a + i, N), loadVec<N, N>(b + i, N)),
+        c + i, N);
+  if (i < n)
+    storeVec<N, 0>(binaryLanes<K, N>(loadVec<N, 0>(a + i, n - i),
+                                     loadVec<N, 0>(b + i, n - i)),
+                   c + i, n - i);
+}
+
+template <mpUnaryKind K, int N>
+MP_INLINE void unaryRun(const F16 *x, int64_t n, F16 *y) {
+  int64_t i = 0;
+  for (; i + N <= n; i += N)
+    storeVec<N, N>(unaryLanes<K, N>(loadVec<N, N>(x + i, N)), y + i, N);
+  if (i < n)
+    storeVec<N, 0>(unaryLanes<K, N>(loadVec<N, 0>(x + i, n - i)), y + i,
+                   n - i);
+}
+
+template <mpActivationGradKind K, int N>
+MP_INLINE void gradRun(const F16 *g, const F16 *s, int64_t n, F16 *dx) {
+  int64_t i = 0;
+  for (; i + N <= n; i += N)
+    storeVec<N, N>(
+        gradLanes<K, N>(loadVec<N, N>(g + i, N), loadVec<N, N>(s + i, N)),
+        dx + i, N);
+  if (i < n)
+    storeVec<N, 0>(gradLanes<K, N>(loadVec<N, 0>(g + i, n - i),
+                                   loadVec<N, 0>(s + i, n - i)),
+                   dx + i, n - i);
+}
+
 #define MP_F16_LOOPS(SUFFIX, TARGET, N)                                        \
   template <mpBinaryKind K>                                                    \
   TARGET void f16BinaryLoop##SUFFIX(const uint16_t *a, const uint16_t *b,      \
                                     int64_t n, uint16_t *c) {                  \
-    auto op = [](Vec<N> x, Vec<N> y) { /* the scalar arithmetic */          \
-      if constexpr (K == MP_ADD)                                               \
-        return x + y;                                                          \
-      else if constexpr (K == MP_SUB)                                          \
-        return x - y;                                                          \
-      else if constexpr (K == MP_MUL)                                          \
-        return x * y;                                                          \
-      else                                                                     \
-        return x / y;                                                          \
-    };                                                                         \
-    auto *pa = reinterpret_cast<const F16 *>(a);                               \
-    auto *pb = reinterpret_cast<const F16 *>(b);                               \
-    auto *pc = reinterpret_cast<F16 *>(c);                                     \
-    int64_t i = 0;                                                             \
-    for (; i + N <= n; i += N)                                                 \
-      storeVec<N, N>(op(loadVec<N, N>(pa + i, N), loadVec<N, N>(pb + i, N)),   \
-                     pc + i, N);                                               \
-    if (i < n)                                                                 \
-      storeVec<N, 0>(                                                          \
-          op(loadVec<N, 0>(pa + i, n - i), loadVec<N, 0>(pb + i, n - i)),      \
-          pc + i, n - i);                                                      \
+    binaryRun<K, N>(reinterpret_cast<const F16 *>(a),                          \
+                    reinterpret_cast<const F16 *>(b), n,                       \
+                    reinterpret_cast<F16 *>(c));                               \
   }                                                                            \
-  TARGET void f16ReluLoop##SUFFIX(const uint16_t *x, int64_t n, uint16_t *y) { \
-    typedef typename VecOf<N>::U U;                                            \
-    auto relu = [](Vec<N> v) {                                                 \
-      return select<N>((U)(v > 0.0f) | (U)(v != v), v, Vec<N>{});              \
-    };                                                                         \
-    auto *px = reinterpret_cast<const F16 *>(x);                               \
-    auto *py = reinterpret_cast<F16 *>(y);                                     \
-    int64_t i = 0;                                                             \
-    for (; i + N <= n; i += N)                                                 \
-      storeVec<N, N>(relu(loadVec<N, N>(px + i, N)), py + i, N);               \
-    if (i < n)                                                                 \
-      storeVec<N, 0>(relu(loadVec<N, 0>(px + i, n - i)), py + i, n - i);       \
+  template <mpUnaryKind K>                                                     \
+  TARGET void f16UnaryLoop##SUFFIX(const uint16_t *x, int64_t n,               \
+                                   uint16_t *y) {                              \
+    unaryRun<K, N>(reinterpret_cast<const F16 *>(x), n,                        \
+                   reinterpret_cast<F16 *>(y));                                \
   }                                                                            \
-  TARGET void f16ReluGradLoop##SUFFIX(const uint16_t *g, const uint16_t *s,    \
-                                      int64_t n, uint16_t *dx) {               \
-    typedef typename VecOf<N>::U U;                                            \
-    auto grad = [](Vec<N> d, Vec<N> v) {                                       \
-      return select<N>((U)(v > 0.0f), d, Vec<N>{});                            \
-    };                                                                         \
-    auto *pg = reinterpret_cast<const F16 *>(g);                               \
-    auto *ps = reinterpret_cast<const F16 *>(s);                               \
-    auto *pd = reinterpret_cast<F16 *>(dx);                                    \
-    int64_t i = 0;                                                             \
-    for (; i + N <= n; i += N)                                                 \
-      storeVec<N, N>(                                                          \
-          grad(loadVec<N, N>(pg + i, N), loadVec<N, N>(ps + i, N)), pd + i,    \
-          N);                                                                  \
-    if (i < n)                                                                 \
-      storeVec<N, 0>(grad(loadVec<N, 0>(pg + i, n - i),                        \
-                          loadVec<N, 0>(ps + i, n - i)),                       \
-                     pd + i, n - i);                                           \
+  template <mpActivationGradKind K>                                            \
+  TARGET void f16GradLoop##SUFFIX(const uint16_t *g, const uint16_t *s,        \
+                                  int64_t n, uint16_t *dx) {                   \
+    gradRun<K, N>(reinterpret_cast<const F16 *>(g),                            \
+                  reinterpret_cast<const F16 *>(s), n,                         \
+                  reinterpret_cast<F16 *>(dx));                                \
   }
 #if MP_X86
 MP_F16_LOOPS(Avx512, MP_TARGET_AVX512, 16)
@@ -559,14 +590,15 @@ bool f16Throughout(mpElementType compute, const mpTensor *out,
   return true;
 }
 
-/// fastUnary's ReLU through f16ReluLoop where f16Throughout. Out of line,
+/// fastUnary's ReLU through f16UnaryLoop where f16Throughout. Out of line,
 /// as narrowBinary.
 __attribute__((noinline)) bool f16Unary(mpUnaryKind kind, const mpTensor *in,
                                         mpTensor *out, mpElementType compute,
                                         int64_t grain) {
   if (kind != MP_RELU || !f16Throughout(compute, out, {in}))
     return false;
-  auto loop = forIsa(f16ReluLoopAvx512, f16ReluLoopAvx2, f16ReluLoopBase);
+  auto loop = forIsa(f16UnaryLoopAvx512<MP_RELU>, f16UnaryLoopAvx2<MP_RELU>,
+                     f16UnaryLoopBase<MP_RELU>);
   auto *x = static_cast<const uint16_t *>(in->data);
   auto *y = static_cast<uint16_t *>(out->data);
   forEachTile(mpNumElements(in), grain,
@@ -574,7 +606,7 @@ __attribute__((noinline)) bool f16Unary(mpUnaryKind kind, const mpTensor *in,
   return true;
 }
 
-/// fastActivationGrad's ReLU gradient through f16ReluGradLoop where
+/// fastActivationGrad's ReLU gradient through f16GradLoop where
 /// f16Throughout.
 __attribute__((noinline)) bool f16ActivationGrad(mpActivationGradKind kind,
                                                  const mpTensor *dy,
@@ -584,8 +616,9 @@ __attribute__((noinline)) bool f16ActivationGrad(mpActivationGradKind kind,
                                                  int64_t grain) {
   if (kind != MP_RELU_GRAD || !f16Throughout(compute, dx, {dy, saved}))
     return false;
-  auto loop =
-      forIsa(f16ReluGradLoopAvx512, f16ReluGradLoopAvx2, f16ReluGradLoopBase);
+  auto loop = forIsa(f16GradLoopAvx512<MP_RELU_GRAD>,
+                     f16GradLoopAvx2<MP_RELU_GRAD>,
+                     f16GradLoopBase<MP_RELU_GRAD>);
   auto *g = static_cast<const uint16_t *>(dy->data);
   auto *s = static_cast<const uint16_t *>(saved->data);
   auto *d = static_cast<uint16_t *>(dx->data);
