@@ -913,8 +913,8 @@ MP_INLINE void normaliseChunk(const SX *x, SY *y, int64_t rows,
   for (int64_t j = 0; j < rows; ++j, x += stride, y += stride)
     for (int u = 0; u < U; ++u) {
       int64_t o = u * N;
-      storeVec<N, W>((loadVec<N, W>(x + o, width) - m[u]) * rr[u] * gg[u] + bb[u], y + o,
-               width);
+      Vec<N> v = loadVec<N, W>(x + o, width);
+      storeVec<N, W>((v - m[u]) * rr[u] * gg[u] + bb[u], y + o, width);
     }
 }
 
