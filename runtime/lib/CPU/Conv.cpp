@@ -466,12 +466,14 @@ MP_MAX_SLOTS_LOOPS(Avx2, MP_TARGET_AVX2, 8)
 MP_MAX_SLOTS_LOOPS(Base, , 4)
 #undef MP_MAX_SLOTS_LOOPS
 
-void maxSlots(const float *x, const std::vector<int64_t> &slots, int64_t c,
-              int32_t *best) {
+/// The variant of maxSlots this CPU runs.
+using MaxSlots = void (*)(const float *, const std::vector<int64_t> &,
+                          int64_t, int32_t *);
+MaxSlots maxSlotsForCpu() {
 #if MP_X86
-  forIsa(maxSlotsAvx512, maxSlotsAvx2, maxSlotsBase)(x, slots, c, best);
+  return forIsa<MaxSlots>(maxSlotsAvx512, maxSlotsAvx2, maxSlotsBase);
 #else
-  maxSlotsBase(x, slots, c, best);
+  return maxSlotsBase;
 #endif
 }
 
@@ -498,6 +500,7 @@ void poolGradNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
                   const mpTensor *dy, const mpTensor *input,
                   const mpTensor *dx) {
   int64_t c = o.c, inSize = in.h * in.w * c, outSize = o.h * o.w * c;
+  MaxSlots maxSlots = maxSlotsForCpu();
   parallelFor(o.n, 1, [&](int64_t begin, int64_t end) {
     // Declared here, so each thread has its own, kept between calls.
     thread_local std::vector<float> ds, xs, gs;
@@ -1035,10 +1038,8 @@ inline int64_t groupSize(int64_t rows, int64_t rowBytes) {
               mu + k, r + k, kk + k, meanDy + k, meanDyXhat + k)               \
   }
 #if MP_X86
-MP_BATCH_NORM_LOOPS(
-    Avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))), 16,
-    8)
-MP_BATCH_NORM_LOOPS(Avx2, __attribute__((target("avx2,f16c"))), 8, 4)
+MP_BATCH_NORM_LOOPS(Avx512, MP_TARGET_AVX512, 16, 8)
+MP_BATCH_NORM_LOOPS(Avx2, MP_TARGET_AVX2_F16C, 8, 4)
 #endif
 MP_BATCH_NORM_LOOPS(Base, , 4, 4)
 #undef MP_BATCH_NORM_LOOPS
@@ -1133,9 +1134,7 @@ MP_DEPTHWISE_LOOPS(Base, )
 /// Whether every tensor is stored as f32, bf16 or f16, which the inside-out
 /// loops take.
 bool insideOut(std::initializer_list<const mpTensor *> ts) {
-  // The AVX2 loops convert f16 with F16C, which every AVX2 CPU has so far.
-  const CpuFeatures &cpu = cpuFeatures();
-  bool f16 = cpu.avx512 || !cpu.avx2 || cpu.f16c;
+  bool f16 = f16LanesSupported();
   for (const mpTensor *t : ts)
     if (t->elementType != MP_F32 && t->elementType != MP_BF16 &&
         (t->elementType != MP_F16 || !f16))

@@ -338,7 +338,7 @@ MP_INLINE void gradRun(const F16 *g, const F16 *s, int64_t n, F16 *dx) {
   }
 #if MP_X86
 MP_F16_LOOPS(Avx512, MP_TARGET_AVX512, 16)
-MP_F16_LOOPS(Avx2, __attribute__((target("avx2,f16c"))), 8)
+MP_F16_LOOPS(Avx2, MP_TARGET_AVX2_F16C, 8)
 #else
 MP_F16_LOOPS(Avx512, , 4)
 MP_F16_LOOPS(Avx2, , 4)
@@ -576,13 +576,12 @@ bool bf16Throughout(mpElementType compute, const mpTensor *out,
 
 /// Whether `out` and `inputs` are f16, computed in f32 or f16 (as for
 /// bf16), `out` overlaps none of them, and this CPU's f16 loops convert
-/// them (the AVX2 ones use F16C, which every AVX2 CPU has so far).
+/// them (f16LanesSupported).
 bool f16Throughout(mpElementType compute, const mpTensor *out,
                    std::initializer_list<const mpTensor *> inputs) {
-  const CpuFeatures &cpu = cpuFeatures();
   if (!libraryKernelsEnabled() || out->elementType != MP_F16 ||
       (compute != MP_F32 && compute != MP_F16) || overlapsAny(out, inputs) ||
-      (!cpu.avx512 && cpu.avx2 && !cpu.f16c))
+      !f16LanesSupported())
     return false;
   for (const mpTensor *t : inputs)
     if (t->elementType != MP_F16)

@@ -12,6 +12,8 @@
 #ifndef MP_RUNTIME_CPU_LANES_H
 #define MP_RUNTIME_CPU_LANES_H
 
+#include "Vector.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -47,6 +49,13 @@ template <int N> struct VecOf {
   typedef uint16_t H __attribute__((vector_size(2 * N)));
 };
 template <int N> using Vec = typename VecOf<N>::F;
+
+/// Whether the loops forIsa picks on this CPU convert f16 lanes: the AVX2
+/// ones (MP_TARGET_AVX2_F16C) use F16C, which every AVX2 CPU has so far.
+inline bool f16LanesSupported() {
+  const CpuFeatures &cpu = cpuFeatures();
+  return cpu.avx512 || !cpu.avx2 || cpu.f16c;
+}
 
 /// Loads `W` elements (0: `n` < N, the rest of the lanes 0) as f32.
 template <int N, int64_t W>

@@ -67,9 +67,12 @@ template <typename Fn> Fn forIsa(Fn avx512, Fn avx2, Fn base) {
 #define MP_TARGET_AVX512                                                       \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #define MP_TARGET_AVX2 __attribute__((target("avx2")))
+// The AVX2 loops that convert f16 lanes (Lanes.h) with F16C.
+#define MP_TARGET_AVX2_F16C __attribute__((target("avx2,f16c")))
 #else
 #define MP_TARGET_AVX512
 #define MP_TARGET_AVX2
+#define MP_TARGET_AVX2_F16C
 #endif
 
 /// Converts data[offset, offset + n) of type `t` (f32, f16, bf16, or i1 as
