@@ -46,6 +46,7 @@
 
 #include "mp/Runtime/MPRuntime.h"
 
+#include "Lanes.h"
 #include "Math.h"
 
 #include <algorithm>
@@ -213,6 +214,57 @@ const int64_t kSizes[] = {1, 15, 1000, 1025, 70001};
 // Conversions
 //===----------------------------------------------------------------------===//
 
+// The vectors below are arguments and results only of always-inlined
+// functions, so GCC's note that their ABI differs between instruction sets
+// does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+/// Lanes.h's loads and stores of S (F16, Bf16) lanes, compiled as the
+/// runtime's loops are: once per instruction set, N lanes of its register
+/// width, the vector work in an always-inlined template that the target
+/// function passes only pointers. Widens h[0, nh) into f, rounds x[0, nx)
+/// into r, full vectors then the rest.
+template <typename S, int N>
+MP_INLINE void lanesRoundTrip(const uint16_t *h, int64_t nh, float *f,
+                              const float *x, int64_t nx, uint16_t *r) {
+  using mp::rt::loadVec;
+  using mp::rt::storeVec;
+  const S *hs = reinterpret_cast<const S *>(h);
+  S *rs = reinterpret_cast<S *>(r);
+  int64_t i = 0;
+  for (; i + N <= nh; i += N)
+    storeVec<N, N>(loadVec<N, N>(hs + i, N), f + i, N);
+  if (i < nh)
+    storeVec<N, 0>(loadVec<N, 0>(hs + i, nh - i), f + i, nh - i);
+  for (i = 0; i + N <= nx; i += N)
+    storeVec<N, N>(loadVec<N, N>(x + i, N), rs + i, N);
+  if (i < nx)
+    storeVec<N, 0>(loadVec<N, 0>(x + i, nx - i), rs + i, nx - i);
+}
+#define MP_LANES_CHECK(SUFFIX, TARGET, N)                                      \
+  template <typename S>                                                        \
+  TARGET void lanesRoundTrip##SUFFIX(const uint16_t *h, int64_t nh, float *f, \
+                                     const float *x, int64_t nx,               \
+                                     uint16_t *r) {                            \
+    lanesRoundTrip<S, N>(h, nh, f, x, nx, r);                                  \
+  }
+#if MP_X86
+MP_LANES_CHECK(Avx512, MP_TARGET_AVX512, 16)
+MP_LANES_CHECK(Avx2, MP_TARGET_AVX2_F16C, 8)
+#else
+MP_LANES_CHECK(Avx512, , 4)
+MP_LANES_CHECK(Avx2, , 4)
+#endif
+MP_LANES_CHECK(Base, , 4)
+#undef MP_LANES_CHECK
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 void testConversions(std::mt19937_64 &rng) {
   std::vector<uint32_t> low = {0,      1,      0xffff, 0x0fff, 0x1000,
                                0x1001, 0x1fff, 0x2000, 0x2001, 0x3fff,
@@ -254,6 +306,45 @@ void testConversions(std::mt19937_64 &rng) {
                                 " -> f32: all 65536 patterns equal the "
                                 "scalar conversion (" +
                                 std::to_string(wrong) + " wrong)");
+  }
+  // Lanes.h's conversions (batch norm, the f16 elementwise loops) in the
+  // variant this CPU runs: every f16 and bf16 widened, and the f32
+  // patterns above rounded (2^21 of them, a tail of 7 past the vectors),
+  // against the scalar functions, signalling NaNs included.
+  for (mpElementType t : {MP_F16, MP_BF16}) {
+    if (t == MP_F16 && !mp::rt::f16LanesSupported())
+      continue;
+    using Fn = void (*)(const uint16_t *, int64_t, float *, const float *,
+                        int64_t, uint16_t *);
+    Fn roundTrip =
+        t == MP_F16
+            ? mp::rt::forIsa<Fn>(lanesRoundTripAvx512<mp::rt::F16>,
+                                 lanesRoundTripAvx2<mp::rt::F16>,
+                                 lanesRoundTripBase<mp::rt::F16>)
+            : mp::rt::forIsa<Fn>(lanesRoundTripAvx512<mp::rt::Bf16>,
+                                 lanesRoundTripAvx2<mp::rt::Bf16>,
+                                 lanesRoundTripBase<mp::rt::Bf16>);
+    std::vector<uint16_t> halves(0x10000 + 7), rounded(in.size() + 7);
+    for (size_t i = 0; i < halves.size(); ++i)
+      halves[i] = uint16_t(i);
+    std::vector<float> floats(in.size() + 7), wide(halves.size());
+    std::memcpy(floats.data(), in.data(), in.size() * 4);
+    std::memcpy(floats.data() + in.size(), in.data(), 7 * 4);
+    roundTrip(halves.data(), int64_t(halves.size()), wide.data(),
+              floats.data(), int64_t(floats.size()), rounded.data());
+    int64_t wrong = 0;
+    for (size_t i = 0; i < halves.size(); ++i) {
+      float want = t == MP_F16 ? mpF16ToF32(halves[i]) : mpBF16ToF32(halves[i]);
+      wrong += std::memcmp(&want, &wide[i], 4) != 0;
+    }
+    for (size_t i = 0; i < floats.size(); ++i)
+      wrong += rounded[i] != (t == MP_F16 ? mpF32ToF16(floats[i])
+                                          : mpF32ToBF16(floats[i]));
+    check(wrong == 0, std::string("Lanes.h: ") + typeName(t) +
+                          " lanes widened (every pattern) and rounded (" +
+                          std::to_string(floats.size()) +
+                          " patterns) as the scalar conversions (" +
+                          std::to_string(wrong) + " wrong)");
   }
   // f16 <-> bf16 through the tiles against the reference loop.
   bool ok = true;
