@@ -560,41 +560,30 @@ bool directF32(mpElementType compute, mpTensor *out,
   return true;
 }
 
-/// Whether `out` and `inputs` are bf16, computed in f32 or bf16 (f32
-/// arithmetic on exact bf16 operands, rounded once to bf16 either way), and
-/// `out` overlaps none of them: the bf16 loops' case.
-bool bf16Throughout(mpElementType compute, const mpTensor *out,
-                    std::initializer_list<const mpTensor *> inputs) {
-  if (!libraryKernelsEnabled() || out->elementType != MP_BF16 ||
-      (compute != MP_F32 && compute != MP_BF16) || overlapsAny(out, inputs))
+/// Whether `out` and `inputs` are all stored as `type`, bf16 or f16,
+/// computed in f32 or in `type` (f32 arithmetic on exact operands, rounded
+/// once to `type` either way), `out` overlaps none of them, and for f16
+/// this CPU's loops convert f16 lanes (f16LanesSupported): the case of the
+/// bf16 and f16 loops.
+bool narrowThroughout(mpElementType type, mpElementType compute,
+                      const mpTensor *out,
+                      std::initializer_list<const mpTensor *> inputs) {
+  if (!libraryKernelsEnabled() || (type != MP_BF16 && type != MP_F16) ||
+      out->elementType != type || (compute != MP_F32 && compute != type) ||
+      (type == MP_F16 && !f16LanesSupported()) || overlapsAny(out, inputs))
     return false;
   for (const mpTensor *t : inputs)
-    if (t->elementType != MP_BF16)
+    if (t->elementType != type)
       return false;
   return true;
 }
 
-/// Whether `out` and `inputs` are f16, computed in f32 or f16 (as for
-/// bf16), `out` overlaps none of them, and this CPU's f16 loops convert
-/// them (f16LanesSupported).
-bool f16Throughout(mpElementType compute, const mpTensor *out,
-                   std::initializer_list<const mpTensor *> inputs) {
-  if (!libraryKernelsEnabled() || out->elementType != MP_F16 ||
-      (compute != MP_F32 && compute != MP_F16) || overlapsAny(out, inputs) ||
-      !f16LanesSupported())
-    return false;
-  for (const mpTensor *t : inputs)
-    if (t->elementType != MP_F16)
-      return false;
-  return true;
-}
-
-/// fastUnary's ReLU through f16UnaryLoop where f16Throughout. Out of line,
-/// as narrowBinary.
+/// fastUnary's ReLU through f16UnaryLoop where narrowThroughout. Out of
+/// line, as narrowBinary.
 __attribute__((noinline)) bool f16Unary(mpUnaryKind kind, const mpTensor *in,
                                         mpTensor *out, mpElementType compute,
                                         int64_t grain) {
-  if (kind != MP_RELU || !f16Throughout(compute, out, {in}))
+  if (kind != MP_RELU || !narrowThroughout(MP_F16, compute, out, {in}))
     return false;
   auto loop = forIsa(f16UnaryLoopAvx512<MP_RELU>, f16UnaryLoopAvx2<MP_RELU>,
                      f16UnaryLoopBase<MP_RELU>);
@@ -606,14 +595,15 @@ __attribute__((noinline)) bool f16Unary(mpUnaryKind kind, const mpTensor *in,
 }
 
 /// fastActivationGrad's ReLU gradient through f16GradLoop where
-/// f16Throughout.
+/// narrowThroughout.
 __attribute__((noinline)) bool f16ActivationGrad(mpActivationGradKind kind,
                                                  const mpTensor *dy,
                                                  const mpTensor *saved,
                                                  mpTensor *dx,
                                                  mpElementType compute,
                                                  int64_t grain) {
-  if (kind != MP_RELU_GRAD || !f16Throughout(compute, dx, {dy, saved}))
+  if (kind != MP_RELU_GRAD ||
+      !narrowThroughout(MP_F16, compute, dx, {dy, saved}))
     return false;
   auto loop = forIsa(f16GradLoopAvx512<MP_RELU_GRAD>,
                      f16GradLoopAvx2<MP_RELU_GRAD>,
@@ -626,8 +616,8 @@ __attribute__((noinline)) bool f16ActivationGrad(mpActivationGradKind kind,
   return true;
 }
 
-/// fastUnary through bf16UnaryLoop, where bf16Throughout and the kind has a
-/// vector loop; false otherwise. Out of line, as narrowBinary.
+/// fastUnary through bf16UnaryLoop, where narrowThroughout and the kind has
+/// a vector loop; false otherwise. Out of line, as narrowBinary.
 __attribute__((noinline)) bool bf16Unary(mpUnaryKind kind, const mpTensor *in,
                                          mpTensor *out, mpElementType compute,
                                          int64_t grain) {
@@ -652,7 +642,7 @@ __attribute__((noinline)) bool bf16Unary(mpUnaryKind kind, const mpTensor *in,
   default:
     return false;
   }
-  if (!bf16Throughout(compute, out, {in}))
+  if (!narrowThroughout(MP_BF16, compute, out, {in}))
     return false;
   auto *x = static_cast<const uint16_t *>(in->data);
   auto *y = static_cast<uint16_t *>(out->data);
@@ -662,7 +652,7 @@ __attribute__((noinline)) bool bf16Unary(mpUnaryKind kind, const mpTensor *in,
   return true;
 }
 
-/// fastActivationGrad through bf16GradLoop where bf16Throughout.
+/// fastActivationGrad through bf16GradLoop where narrowThroughout.
 __attribute__((noinline)) bool bf16ActivationGrad(mpActivationGradKind kind,
                                                   const mpTensor *dy,
                                                   const mpTensor *saved,
@@ -687,7 +677,7 @@ __attribute__((noinline)) bool bf16ActivationGrad(mpActivationGradKind kind,
   default:
     return false;
   }
-  if (!bf16Throughout(compute, dx, {dy, saved}))
+  if (!narrowThroughout(MP_BF16, compute, dx, {dy, saved}))
     return false;
   auto *g = static_cast<const uint16_t *>(dy->data);
   auto *s = static_cast<const uint16_t *>(saved->data);
@@ -834,8 +824,7 @@ __attribute__((noinline)) bool narrowBinary(mpBinaryKind kind,
                                             const int64_t *rs,
                                             mpElementType compute) {
   int64_t n = mpNumElements(out);
-  if (n == 0 || !(bf16Throughout(compute, out, {lhs, rhs}) ||
-                  f16Throughout(compute, out, {lhs, rhs})))
+  if (n == 0 || !narrowThroughout(out->elementType, compute, out, {lhs, rhs}))
     return false;
   NarrowLoop loop = narrowBinaryLoop(kind, out->elementType);
   int64_t pa = narrowPeriod(lhs, out, ls), pb = narrowPeriod(rhs, out, rs);
