@@ -14,7 +14,11 @@
 //    the matmul plus the runtime's column sum (mpReduce): plain weights
 //    ("gemm:jit"), or its preferred blocked layout reordered back to plain;
 //  - for the attention's batched products, one oneDNN call per matrix on
-//    OpenMP threads, or dnnl_sgemm per matrix, against the batched call.
+//    OpenMP threads, or dnnl_sgemm per matrix, against the batched call;
+//  - for the projections, mpMatmul itself: the runtime's call, which copies
+//    operands with rows of 2 KB into padded rows where oneDNN runs its jit
+//    GEMM (below AVX-512; DNNL_MAX_CPU_ISA=AVX2 caps it there), so on AVX2
+//    it differs from the strided form before it.
 // The shapes are the ones MP_PROFILE_SHAPES=1 lists for that step. Variants
 // of one shape run in turn, round after round, so a drift of the machine's
 // speed reaches all of them; each line has the median, GFLOP/s and the
@@ -67,6 +71,26 @@ void execute(dnnl_primitive_t p, std::vector<int> args,
   CHECK(dnnl_stream_wait(stream));
   for (dnnl_exec_arg_t &a : bound)
     dnnl_memory_destroy(a.memory);
+}
+
+/// A [rows, cols] f32 matrix for the runtime's calls.
+mpTensor matrix(float *data, int64_t rows, int64_t cols) {
+  mpTensor t{};
+  t.data = data;
+  t.elementType = MP_F32;
+  t.rank = 2;
+  t.shape[0] = rows;
+  t.shape[1] = cols;
+  return t;
+}
+
+/// mpMatmul(lhs, rhs, out) with transposes, computing in f32.
+void runtimeMatmul(mpTensor lhs, mpTensor rhs, mpTensor out, bool ta,
+                   bool tb) {
+  if (mpMatmul(&lhs, &rhs, &out, ta, tb, MP_F32) != MP_OK) {
+    std::fprintf(stderr, "mpMatmul failed\n");
+    std::exit(1);
+  }
 }
 
 dnnl_primitive_t create(const_dnnl_op_desc_t desc,
@@ -250,6 +274,12 @@ int main(int argc, char **argv) {
                [&] {
                  sgemm('N', 'T', tokens, l.out, l.in, x.data(), l.in, w.data(),
                        l.in, y.data());
+               }},
+              {"mpMatmul",
+               [&] {
+                 runtimeMatmul(matrix(x.data(), tokens, l.in),
+                               matrix(w.data(), l.out, l.in),
+                               matrix(y.data(), tokens, l.out), false, true);
                }}},
              rounds);
     }
@@ -264,6 +294,12 @@ int main(int argc, char **argv) {
                [&] {
                  sgemm('N', 'N', tokens, l.in, l.out, y.data(), l.out, w.data(),
                        l.in, dx.data());
+               }},
+              {"mpMatmul",
+               [&] {
+                 runtimeMatmul(matrix(y.data(), tokens, l.out),
+                               matrix(w.data(), l.out, l.in),
+                               matrix(dx.data(), tokens, l.in), false, false);
                }}},
              rounds);
     }
@@ -288,7 +324,13 @@ int main(int argc, char **argv) {
               {"oneDNN inner product, plain weights",
                [&] { ipPlain.run(x.data(), y.data(), dw.data(), db.data()); }},
               {"oneDNN inner product, its layout, reordered",
-               [&] { ipAny.run(x.data(), y.data(), dw.data(), db.data()); }}},
+               [&] { ipAny.run(x.data(), y.data(), dw.data(), db.data()); }},
+              {"mpMatmul, no column sum",
+               [&] {
+                 runtimeMatmul(matrix(y.data(), tokens, l.out),
+                               matrix(x.data(), tokens, l.in),
+                               matrix(dw.data(), l.out, l.in), true, false);
+               }}},
              rounds);
     }
   }

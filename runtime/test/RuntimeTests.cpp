@@ -778,6 +778,13 @@ void testMatmul(std::mt19937_64 &rng) {
       {{2, 3, 4, 33}, {33, 6}, false, false, {2, 3, 4, 6}},
       {{2, 1, 4, 5}, {3, 6, 5}, false, true, {2, 3, 4, 6}},
       {{64, 300}, {300, 40}, false, false, {64, 40}},
+      // Stored rows of 512 elements (2 KB in f32) along m or n, which
+      // oneDNN's jit GEMM takes from copies with padded rows
+      // (dnnlWantsPaddedRows): a transposed lhs, an rhs, and a batch of
+      // transposed lhs matrices.
+      {{40, 512}, {40, 24}, true, false, {512, 24}},
+      {{24, 40}, {40, 512}, false, false, {24, 512}},
+      {{2, 40, 512}, {2, 40, 8}, true, false, {2, 512, 8}},
   };
   struct Types {
     mpElementType storage, out, compute;
@@ -849,10 +856,10 @@ void testMatmul(std::mt19937_64 &rng) {
     char line[160];
     std::snprintf(line, sizeof(line),
                   "matmul %s x %s -> %s, compute %s: within the error bound "
-                  "on 5 shapes (worst %.2f of the bound, shape #%d)",
+                  "on %d shapes (worst %.2f of the bound, shape #%d)",
                   typeName(ty.storage), typeName(ty.storage),
-                  typeName(ty.out), typeName(ty.compute), worstRatio,
-                  worstCase);
+                  typeName(ty.out), typeName(ty.compute), int(cases.size()),
+                  worstRatio, worstCase);
     check(ok, line);
   }
   // Mismatched shapes are refused.
@@ -882,6 +889,8 @@ void testFusedMatmul(std::mt19937_64 &rng) {
       // Enough output tiles for the runtime's tile loops (the residual
       // widened into f32) to run on more than one thread.
       {{160, 24}, {24, 256}, false, false, {160, 256}},
+      // Rows of 2 KB, padded for oneDNN's jit GEMM (see testMatmul).
+      {{6, 40}, {40, 512}, false, false, {6, 512}},
   };
   struct Types {
     mpElementType storage, out, bias, compute;

@@ -52,9 +52,11 @@ bool mp::rt::dnnlConv2d(DnnlConv, const mpTensor *, const mpTensor *,
 
 bool mp::rt::dnnlMatmul(const mpTensor *, const mpTensor *, mpTensor *, bool,
                         bool, int64_t, int64_t, int64_t, int64_t, bool, bool,
-                        const DnnlEpilogue *) {
+                        const DnnlEpilogue *, int64_t, int64_t) {
   return false;
 }
+
+bool mp::rt::dnnlWantsPaddedRows(int64_t, int64_t) { return false; }
 
 bool mp::rt::dnnlMatmulAvailable(mpElementType, mpElementType, bool, bool,
                                  int64_t, int64_t, int64_t) {
@@ -401,12 +403,16 @@ bool mp::rt::dnnlConv2d(DnnlConv kind, const mpTensor *src,
 namespace {
 
 /// A matrix operand [batch, rows, cols] stored row-major as [rows, cols], or
-/// as [cols, rows] when `transposed`.
+/// as [cols, rows] when `transposed`, its stored rows `ld` elements apart
+/// (0: dense).
 bool matrixDesc(dnnl_data_type_t dt, int64_t batch, int64_t rows, int64_t cols,
-                bool transposed, dnnl_memory_desc_t &md) {
+                bool transposed, int64_t ld, dnnl_memory_desc_t &md) {
+  int64_t storedRows = transposed ? cols : rows;
+  if (ld == 0)
+    ld = transposed ? rows : cols;
   dnnl_dims_t dims = {batch, rows, cols};
-  dnnl_dims_t strides = {rows * cols, transposed ? 1 : cols,
-                         transposed ? rows : 1};
+  dnnl_dims_t strides = {storedRows * ld, transposed ? 1 : ld,
+                         transposed ? ld : 1};
   return dnnl_memory_desc_init_by_strides(&md, 3, dims, dt, strides) ==
          dnnl_success;
 }
@@ -445,7 +451,7 @@ bool lookupMatmul(mpElementType lhsType, mpElementType rhsType,
                   mpElementType resultType, bool ta, bool tb, int64_t &m,
                   int64_t n, int64_t k, int64_t &batches, bool &lhsShared,
                   bool rhsShared, const mp::rt::DnnlEpilogue &epi,
-                  Cached &c) {
+                  int64_t lhsRows, int64_t rhsRows, Cached &c) {
   dnnl_data_type_t inType, outType;
   if (!mp::rt::libraryKernelsEnabled() || !engine().ok ||
       lhsType != rhsType || !dataType(lhsType, inType) ||
@@ -462,7 +468,7 @@ bool lookupMatmul(mpElementType lhsType, mpElementType rhsType,
       lhsType,          resultType,       m,         n,
       k,                batches,          ta,        tb,
       lhsShared,        rhsShared,        epi.bias != nullptr,
-      epi.activation,   epi.sum};
+      epi.activation,   epi.sum,          lhsRows,   rhsRows};
   std::lock_guard<std::mutex> lock(cacheMutex);
   Key key{-1, id};
   auto it = cache.find(key);
@@ -472,12 +478,13 @@ bool lookupMatmul(mpElementType lhsType, mpElementType rhsType,
     dnnl_primitive_desc_t pd = nullptr;
     dnnl_primitive_attr_t attr = nullptr;
     created.hasBias = epi.bias != nullptr;
-    if (matrixDesc(inType, lhsShared ? 1 : batches, m, k, ta, created.src) &&
-        matrixDesc(inType, rhsShared ? 1 : batches, k, n, tb,
+    if (matrixDesc(inType, lhsShared ? 1 : batches, m, k, ta, lhsRows,
+                   created.src) &&
+        matrixDesc(inType, rhsShared ? 1 : batches, k, n, tb, rhsRows,
                    created.weights) &&
-        matrixDesc(outType, batches, m, n, false, created.dst) &&
+        matrixDesc(outType, batches, m, n, false, 0, created.dst) &&
         (!created.hasBias ||
-         matrixDesc(dnnl_f32, 1, 1, n, false, created.bias)) &&
+         matrixDesc(dnnl_f32, 1, 1, n, false, 0, created.bias)) &&
         dnnl_matmul_desc_init(&desc, &created.src, &created.weights,
                               created.hasBias ? &created.bias : nullptr,
                               &created.dst) == dnnl_success &&
@@ -506,6 +513,12 @@ bool mp::rt::dnnlTakesBf16() {
   return cpu.avx512bf16 || cpu.amx;
 }
 
+bool mp::rt::dnnlWantsPaddedRows(int64_t rowBytes, int64_t across) {
+  static const bool jitGemm =
+      dnnl_get_effective_cpu_isa() < dnnl_cpu_isa_avx512_core;
+  return jitGemm && rowBytes > 0 && rowBytes % 2048 == 0 && across <= 512;
+}
+
 bool mp::rt::dnnlMatmulAvailable(mpElementType in, mpElementType out,
                                  bool transposeLhs, bool transposeRhs,
                                  int64_t m, int64_t n, int64_t k) {
@@ -513,18 +526,20 @@ bool mp::rt::dnnlMatmulAvailable(mpElementType in, mpElementType out,
   int64_t batches = 1;
   bool lhsShared = true;
   return lookupMatmul(in, in, out, transposeLhs, transposeRhs, m, n, k,
-                      batches, lhsShared, true, DnnlEpilogue{}, c);
+                      batches, lhsShared, true, DnnlEpilogue{}, 0, 0, c);
 }
 
 bool mp::rt::dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                         bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                         int64_t batches, bool lhsShared, bool rhsShared,
-                        const DnnlEpilogue *epilogue) {
+                        const DnnlEpilogue *epilogue, int64_t lhsRows,
+                        int64_t rhsRows) {
   DnnlEpilogue none;
   const DnnlEpilogue &epi = epilogue ? *epilogue : none;
   Cached c;
   if (!lookupMatmul(lhs->elementType, rhs->elementType, out->elementType, ta,
-                    tb, m, n, k, batches, lhsShared, rhsShared, epi, c))
+                    tb, m, n, k, batches, lhsShared, rhsShared, epi, lhsRows,
+                    rhsRows, c))
     return false;
   return execute(c, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST},
                  {lhs->data, rhs->data, out->data}, epi.bias);

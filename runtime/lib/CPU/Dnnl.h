@@ -50,12 +50,28 @@ struct DnnlEpilogue {
 /// f32: lhs and rhs both bf16 with out bf16 or f32, or all three f32. An
 /// operand with one matrix is shared by every batch; otherwise each has
 /// `batches`. With `epilogue`, its bias, sum and activation are applied
-/// before the result is stored. Returns false, having written nothing, when
-/// oneDNN does not take the call.
+/// before the result is stored. `lhsRows` and `rhsRows` are the elements
+/// from one stored row of an operand to the next (0: its row length, dense;
+/// more: padded rows, each matrix rows times that long). Returns false,
+/// having written nothing, when oneDNN does not take the call.
 bool dnnlMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
                 bool transposeLhs, bool transposeRhs, int64_t m, int64_t n,
                 int64_t k, int64_t batches, bool lhsShared, bool rhsShared,
-                const DnnlEpilogue *epilogue = nullptr);
+                const DnnlEpilogue *epilogue = nullptr, int64_t lhsRows = 0,
+                int64_t rhsRows = 0);
+
+/// Whether dnnlMatmul runs faster from a copy of an f32 operand with its
+/// rows padded: a transposed lhs (stored [k, m]) or an rhs (stored [k, n])
+/// whose stored rows are `rowBytes` long, in a product whose other output
+/// dimension (n for that lhs, m for that rhs) is `across`. So where oneDNN
+/// runs its jit GEMM (below AVX-512, or capped there by DNNL_MAX_CPU_ISA),
+/// for rows a multiple of 2 KB long and `across` up to 512: a weight
+/// gradient [520, 1024]^T [520, 256] took 1.9-2.1x as long as from rows
+/// padded by a cache line, [256, 520] [520, 1024] 1.8-2x. With `across`
+/// 520 or more, or rows along k, padding gained nothing
+/// (benchmarks/README.md). Its brgemm kernels (AVX-512 and up) run at one
+/// speed either way.
+bool dnnlWantsPaddedRows(int64_t rowBytes, int64_t across);
 
 /// Whether dnnlMatmul takes an unbatched product of `in` operands into an
 /// `out` result with these transposes and sizes (creating and caching its

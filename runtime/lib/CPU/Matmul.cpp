@@ -118,6 +118,28 @@ const T *widen(const mpTensor *t, mpElementType type, std::vector<T> &tmp) {
   return tmp.data();
 }
 
+/// A matmul operand as f32 for oneDNN: as widen gives it, or, when `pad`,
+/// copied (and widened) into rows padded by a cache line, `rowStep` set to
+/// their length. The copy reads and writes the operand once; the product
+/// reads it many times.
+const float *matmulOperand(const mpTensor *t, bool pad,
+                           std::vector<float> &kept, int64_t &rowStep) {
+  if (!pad)
+    return widen<float>(t, MP_F32, kept);
+  int64_t length = t->shape[t->rank - 1];
+  int64_t rows = mpNumElements(t) / length;
+  rowStep = length + 64 / int64_t(sizeof(float));
+  kept.resize(size_t(rows * rowStep));
+  float *to = kept.data();
+  parallelFor(rows, std::max<int64_t>(1, kTile / length),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i)
+                  loadF32(t->data, t->elementType, i * length, length,
+                          to + i * rowStep);
+              });
+  return to;
+}
+
 /// Stores `n` results computed in T into `out`.
 template <typename T> void narrow(const T *c, int64_t n, mpTensor *out) {
   if constexpr (std::is_same_v<T, float>) {
@@ -270,8 +292,12 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   std::vector<float> &lt = lKept, &rt = rKept, &ot = oKept;
   mpTensor l = *lhs, r = *rhs, o = *out;
   l.elementType = r.elementType = o.elementType = MP_F32;
-  l.data = const_cast<float *>(widen<float>(lhs, MP_F32, lt));
-  r.data = const_cast<float *>(widen<float>(rhs, MP_F32, rt));
+  // A transposed lhs is stored [k, m], rows along m; an rhs [k, n].
+  int64_t f32 = int64_t(sizeof(float)), lhsRows = 0, rhsRows = 0;
+  l.data = const_cast<float *>(matmulOperand(
+      lhs, ta && dnnlWantsPaddedRows(m * f32, n), lt, lhsRows));
+  r.data = const_cast<float *>(matmulOperand(
+      rhs, !tb && dnnlWantsPaddedRows(n * f32, m), rt, rhsRows));
   if (out->elementType != MP_F32) {
     ot.resize(count);
     o.data = ot.data();
@@ -283,7 +309,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
     residualIntoOut();
   }
   if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
-                  &epilogue))
+                  &epilogue, lhsRows, rhsRows))
     return false;
   if (out->elementType != MP_F32)
     narrow(ot.data(), count, out);
