@@ -3,8 +3,8 @@
 // mpPool2d and mpPool2dGrad on the CPU runtime's fast paths, channels-last,
 // at the pooling layer of ResNet-50's stem at batch 8 on 64x64 images (what
 // torch_cpu_steps.py trains): 3x3 max pooling, stride 2, padding 1, over
-// 8x32x32x64, and, for comparison, 2x2 average pooling, stride 2. f32 and
-// bf16 storage computing in f32, as AMP-bf16 runs them; ReLU over the input
+// 8x32x32x64, and, for comparison, 2x2 average pooling, stride 2. f32, bf16
+// and f16 storage computing in f32, as AMP runs them; ReLU over the input
 // is the floor (one read and one write of each element). The kernels
 // alternate 20 times in one process; each entry is the minimum of the last
 // 18, in microseconds. Build against the runtime library of a Release
@@ -40,7 +40,7 @@ int main() {
   std::printf("%-8s %-5s %9s %16s %16s\n", "pool", "type", "relu",
               "pool2d", "pool2d_grad");
   std::vector<std::vector<double>> f32Times;
-  for (mpElementType type : {MP_F32, MP_BF16})
+  for (mpElementType type : {MP_F32, MP_BF16, MP_F16})
     for (const Pool &p : pools) {
       int64_t out = (32 + 2 * p.padding - p.window) / 2 + 1;
       Buffer x(type, {8, 32, 32, 64}), dx(type, {8, 32, 32, 64}),
@@ -72,7 +72,8 @@ int main() {
         f32Times.push_back(best);
       const std::vector<double> &base = f32Times[size_t(&p - pools)];
       std::printf("%-8s %-5s %9.1f %9.1f (%4.2f) %9.1f (%4.2f)\n", p.name,
-                  type == MP_F32 ? "f32" : "bf16", best[0], best[1],
+                  type == MP_F32 ? "f32" : type == MP_BF16 ? "bf16" : "f16",
+                  best[0], best[1],
                   best[1] / base[1], best[2], best[2] / base[2]);
     }
   return 0;

@@ -34,6 +34,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 using namespace mp::rt;
@@ -358,14 +359,68 @@ inline float widenElement(uint16_t bf16) {
   return v;
 }
 
+/// One output position of NHWC pooling on f16 storage, in f32 lanes across
+/// the channels from k: over the window's `count` positions (`taps`, in the
+/// loops' order), acc = x where x > acc or x is NaN (max, from -inf), or
+/// acc += x (average, from 0). poolNhwc's operations with F32Arith, so the
+/// same bits, with the accumulators in registers.
+template <int N, int64_t W>
+MP_INLINE void poolWindowChunk(const F16 *x, const int64_t *taps,
+                               int64_t count, int64_t k, int64_t width,
+                               bool max, float *acc) {
+  typedef typename VecOf<N>::U U;
+  Vec<N> a = Vec<N>{} + (max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  for (int64_t t = 0; t < count; ++t) {
+    Vec<N> v = loadVec<N, W>(x + taps[t] + k, width);
+    a = max ? select<N>((U)(v > a) | (U)(v != v), v, a) : a + v;
+  }
+  storeVec<N, W>(a, acc + k, width);
+}
+
+/// poolWindowChunk across `c` channels, compiled for AVX-512, AVX2 with
+/// F16C and the baseline with vectors of their register width.
+#define MP_POOL_WINDOW_LOOPS(SUFFIX, TARGET, N)                                \
+  TARGET void poolWindowF16##SUFFIX(const uint16_t *x, const int64_t *taps,    \
+                                    int64_t count, int64_t c, bool max,        \
+                                    float *acc) {                              \
+    const F16 *h = reinterpret_cast<const F16 *>(x);                           \
+    int64_t k = 0;                                                             \
+    for (; k + N <= c; k += N)                                                 \
+      poolWindowChunk<N, N>(h, taps, count, k, c - k, max, acc);               \
+    if (k < c)                                                                 \
+      poolWindowChunk<N, 0>(h, taps, count, k, c - k, max, acc);               \
+  }
+#if MP_X86
+MP_POOL_WINDOW_LOOPS(Avx512, MP_TARGET_AVX512, 16)
+MP_POOL_WINDOW_LOOPS(Avx2, MP_TARGET_AVX2_F16C, 8)
+#endif
+MP_POOL_WINDOW_LOOPS(Base, , 4)
+#undef MP_POOL_WINDOW_LOOPS
+
+/// The variant of poolWindowF16 this CPU runs.
+using PoolWindow = void (*)(const uint16_t *, const int64_t *, int64_t,
+                            int64_t, bool, float *);
+PoolWindow poolWindowF16ForCpu() {
+#if MP_X86
+  return forIsa<PoolWindow>(poolWindowF16Avx512,
+                            f16LanesSupported() ? poolWindowF16Avx2
+                                                : poolWindowF16Base,
+                            poolWindowF16Base);
+#else
+  return poolWindowF16Base;
+#endif
+}
+
 /// fastPool on NHWC tensors: the channels of a position are contiguous, so
 /// each window tap is a run of C values; every channel takes the planar
 /// loop's operations in its order. Threads over (image, output row). The
 /// input is read where it is: f32 as it is (Elem float), bf16 widened as
-/// it is read (Elem uint16_t), f16 a tap at a time into a row buffer
-/// (WidenRows); each output position is rounded once to its storage type as it
-/// is written. A widened copy of the whole input and output, written and
-/// read back, made bf16 pooling 1.4-1.6x as slow as f32.
+/// it is read (Elem uint16_t), f16 (WidenRows) widened in vector lanes a
+/// tap at a time by poolTapF16 where the arithmetic is f32, else into a
+/// row buffer; each output position is rounded once to its storage type as
+/// it is written. A widened copy of the whole input and output, written and
+/// read back, made bf16 pooling 1.4-1.6x as slow as f32; f16 through the
+/// row buffer took 1.6-2.6x as long as f32.
 template <typename Elem, bool WidenRows, typename A>
 void poolNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
               const mpWindow *w, bool exact, const mpTensor *input,
@@ -374,43 +429,53 @@ void poolNhwc(A a, mpPoolKind kind, const Act &in, const Act &o,
   const Elem *x = static_cast<const Elem *>(input->data);
   float *y = out->elementType == MP_F32 ? static_cast<float *>(out->data)
                                         : nullptr;
+  constexpr bool f16Lanes = WidenRows && std::is_same_v<A, F32Arith>;
+  PoolWindow windowF16 = f16Lanes ? poolWindowF16ForCpu() : nullptr;
   parallelFor(o.n * o.h, std::max<int64_t>(1, 4096 / (o.w * c + 1)),
               [&](int64_t begin, int64_t end) {
     std::vector<float> acc(static_cast<size_t>(c));
-    std::vector<float> tap(WidenRows ? acc.size() : 0);
+    std::vector<float> tap(WidenRows && !f16Lanes ? acc.size() : 0);
+    std::vector<int64_t> taps;
     for (int64_t item = begin; item < end; ++item) {
       int64_t n = item / o.h, oy = item % o.h;
       int64_t y0 = oy * w->strides[0] - w->padding[0];
       for (int64_t ox = 0; ox < o.w; ++ox) {
         Span s = span(in, w, kind, y0, ox * w->strides[1] - w->padding[1]);
-        float init = kind == MP_POOL_MAX
-                         ? -std::numeric_limits<float>::infinity()
-                         : 0.0f;
-        std::fill(acc.begin(), acc.end(), init);
-        for (int64_t yy = s.ya; yy < s.yb; ++yy)
-          for (int64_t xx = s.xa; xx < s.xb; ++xx) {
-            int64_t from = in.at(n, 0, yy, xx);
-            const Elem *row;
-            if constexpr (WidenRows) {
-              loadF32(input->data, input->elementType, from, c, tap.data());
-              row = tap.data();
-            } else {
-              row = x + from;
-            }
-            if (kind == MP_POOL_MAX) {
-              for (int64_t k = 0; k < c; ++k) {
-                float v = widenElement(row[k]);
-                v = exact ? v : a.r(v);
-                acc[size_t(k)] = v > acc[size_t(k)] || v != v ? v
-                                                              : acc[size_t(k)];
+        if constexpr (f16Lanes) {
+          taps.clear();
+          for (int64_t yy = s.ya; yy < s.yb; ++yy)
+            for (int64_t xx = s.xa; xx < s.xb; ++xx)
+              taps.push_back(in.at(n, 0, yy, xx));
+          windowF16(static_cast<const uint16_t *>(input->data), taps.data(),
+                    int64_t(taps.size()), c, kind == MP_POOL_MAX, acc.data());
+        } else {
+          float init = kind == MP_POOL_MAX
+                           ? -std::numeric_limits<float>::infinity()
+                           : 0.0f;
+          std::fill(acc.begin(), acc.end(), init);
+          for (int64_t yy = s.ya; yy < s.yb; ++yy)
+            for (int64_t xx = s.xa; xx < s.xb; ++xx) {
+              int64_t from = in.at(n, 0, yy, xx);
+              const Elem *row = x + from;
+              if constexpr (WidenRows) {
+                loadF32(input->data, input->elementType, from, c, tap.data());
+                row = tap.data();
               }
-            } else {
-              for (int64_t k = 0; k < c; ++k) {
-                float v = widenElement(row[k]);
-                acc[size_t(k)] = a.add(acc[size_t(k)], exact ? v : a.r(v));
+              if (kind == MP_POOL_MAX) {
+                for (int64_t k = 0; k < c; ++k) {
+                  float v = widenElement(row[k]);
+                  v = exact ? v : a.r(v);
+                  float &m = acc[size_t(k)];
+                  m = v > m || v != v ? v : m;
+                }
+              } else {
+                for (int64_t k = 0; k < c; ++k) {
+                  float v = widenElement(row[k]);
+                  acc[size_t(k)] = a.add(acc[size_t(k)], exact ? v : a.r(v));
+                }
               }
             }
-          }
+        }
         int64_t at = o.at(n, 0, oy, ox);
         float *dst = y ? y + at : acc.data();
         for (int64_t k = 0; k < c; ++k)
