@@ -780,11 +780,13 @@ void testMatmul(std::mt19937_64 &rng) {
       {{64, 300}, {300, 40}, false, false, {64, 40}},
       // Stored rows of 512 elements (2 KB in f32) along m or n, which
       // oneDNN's jit GEMM takes from copies with padded rows
-      // (dnnlWantsPaddedRows): a transposed lhs, an rhs, and a batch of
-      // transposed lhs matrices.
+      // (dnnlWantsPaddedRows): a transposed lhs, an rhs, a batch of
+      // transposed lhs matrices, and an rhs under a batch of lhs matrices
+      // (one taller matrix to oneDNN).
       {{40, 512}, {40, 24}, true, false, {512, 24}},
       {{24, 40}, {40, 512}, false, false, {24, 512}},
       {{2, 40, 512}, {2, 40, 8}, true, false, {2, 512, 8}},
+      {{3, 4, 40}, {40, 512}, false, false, {3, 4, 512}},
   };
   struct Types {
     mpElementType storage, out, compute;
