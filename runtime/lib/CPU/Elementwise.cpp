@@ -674,10 +674,10 @@ __attribute__((noinline)) bool bf16ActivationGrad(mpActivationGradKind kind,
     MP_BY_KIND(MP_TANH_GRAD)
     MP_BY_KIND(MP_SIGMOID_GRAD)
 #undef MP_BY_KIND
-  default:
-    return false;
   }
-  if (!narrowThroughout(MP_BF16, compute, dx, {dy, saved}))
+  // Every kind has a loop; a value outside the enum (from the C API) has
+  // none. (No default label: clang's -Wcovered-switch-default.)
+  if (!loop || !narrowThroughout(MP_BF16, compute, dx, {dy, saved}))
     return false;
   auto *g = static_cast<const uint16_t *>(dy->data);
   auto *s = static_cast<const uint16_t *>(saved->data);
