@@ -269,12 +269,18 @@ std::vector<Case> cases() {
     }
   for (mpElementType t : floats)
     for (int kind = MP_ADD; kind <= MP_MINIMUM; ++kind)
-      for (bool bcast : {false, true}) {
+      for (int form = 0; form < 4; ++form) {
+        // Same shapes, a broadcast row, a scalar rhs, a scalar lhs (the
+        // last two through the packed scalar kernel).
+        const char *forms[] = {"", " broadcast", " scalar rhs", " scalar lhs"};
         Case c{std::string("binary ") + std::to_string(kind) + " " +
-                   typeName(t) + (bcast ? " broadcast" : ""),
+                   typeName(t) + forms[form],
                ENTRY(binary), {}, 1, nullptr};
-        int lhs = random(c, t, {33, 65});
-        int rhs = bcast ? random(c, t, {65}, 0.5, 2) : random(c, t, {33, 65}, 0.5, 2);
+        int lhs = form == 3 ? random(c, t, {}, 0.5, 2) : random(c, t, {33, 65});
+        int rhs = form == 1   ? random(c, t, {65}, 0.5, 2)
+                  : form == 2 ? random(c, t, {}, 0.5, 2)
+                  : form == 3 ? random(c, t, {33, 65}, 0.5, 2)
+                              : random(c, t, {33, 65}, 0.5, 2);
         int out = output(c, t, {33, 65});
         c.fields = [=](Words &w, const Emit &e) {
           w.push_back(kind); w.push_back(MP_F32); e(lhs); e(rhs); e(out);
