@@ -295,12 +295,14 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   // A transposed lhs is stored [k, m], rows along m; an rhs [k, n]. A
   // batch of plain lhs matrices over one rhs goes to oneDNN as one taller
   // matrix (lookupMatmul), m rows for each.
-  int64_t f32 = int64_t(sizeof(float)), lhsRows = 0, rhsRows = 0;
+  int64_t floatBytes = int64_t(sizeof(float)), lhsRows = 0, rhsRows = 0;
   int64_t rowsOfProduct = !ta && rc == 1 && lc > 1 ? m * b.count : m;
   l.data = const_cast<float *>(matmulOperand(
-      lhs, ta && dnnlWantsPaddedRows(m * f32, n), lt, lhsRows));
-  r.data = const_cast<float *>(matmulOperand(
-      rhs, !tb && dnnlWantsPaddedRows(n * f32, rowsOfProduct), rt, rhsRows));
+      lhs, ta && dnnlWantsPaddedRows(m * floatBytes, n), lt, lhsRows));
+  r.data = const_cast<float *>(
+      matmulOperand(rhs, !tb && dnnlWantsPaddedRows(n * floatBytes,
+                                                    rowsOfProduct),
+                    rt, rhsRows));
   if (out->elementType != MP_F32) {
     ot.resize(count);
     o.data = ot.data();

@@ -410,12 +410,13 @@ mpStatus mp::cuda::mpBinary(mpBinaryKind kind, const mpTensor *lhs,
   int64_t n = mpNumElements(out);
   if (!n)
     return MP_OK;
+  BinaryF op{kind, compute};
   if (compute == MP_F64)
     binaryGeneral<double><<<gridFor(n), kThreads, 0, c->stream>>>(
         kind, compute, lhs->data, lhs->elementType, rhs->data,
         rhs->elementType, out->data, out->elementType, n, plan);
-  else if (!tryMap2(*lhs, *rhs, *out, BinaryF{kind, compute}) &&
-           !tryScalarBinary(*lhs, *rhs, *out, BinaryF{kind, compute}))
+  else if (!tryMap2(*lhs, *rhs, *out, op) &&
+           !tryScalarBinary(*lhs, *rhs, *out, op))
     binaryGeneral<float><<<gridFor(n), kThreads, 0, c->stream>>>(
         kind, compute, lhs->data, lhs->elementType, rhs->data,
         rhs->elementType, out->data, out->elementType, n, plan);
