@@ -24,7 +24,7 @@ Stages, in order (docs/Install.md says what each proves):
 
 Each stage runs under its own time limit (whatever it started is killed at
 the limit, so a hang or a crash loses that stage only), and the whole check
-under --budget (540 s, 9 minutes, by default). Without a usable GPU (no
+under --budget (560 s by default). Without a usable GPU (no
 driver, no device, compute capability below 8.0, no cuBLASLt) the GPU
 stages are skipped with the reason. Exit status: 0 when no stage failed, 1
 when one did, 2 when OUTDIR could not be written (the results then go to a
