@@ -65,7 +65,7 @@ int main() {
                                nullptr, copy, 1e-3f, 0.9f, 0.999f, 1e-8f,
                                1e-2f));
   };
-  // A read of every cache line of `t`, on all threads, as a GEMM reading
+  // A read of every cache line of `b`, on all threads, as a GEMM reading
   // it would leave it in cache.
   volatile float sink = 0;
   auto touch = [&](const Buffer &b) {
