@@ -77,6 +77,16 @@ int main() {
       sum += float(bytes[k * 64]);
     sink = sink + sum;
   };
+  // What the backward pass has read when parameter i's update comes: its
+  // weights (f32 in an FP32 step, the bf16 copy in an AMP one) and gradient.
+  auto readF32 = [&](size_t i) {
+    touch(*p[i]);
+    touch(*g[i]);
+  };
+  auto readCopy = [&](size_t i) {
+    touch(*c[i]);
+    touch(*g[i]);
+  };
   auto convert = [&](size_t i) {
     check(mpConvert(p[i]->t.data, MP_F32, c[i]->t.data, MP_BF16,
                     mpNumElements(&p[i]->t)));
@@ -96,26 +106,16 @@ int main() {
           {"adam", [&](size_t i) { adam(i, nullptr); }},
           {"adam + copy", [&](size_t i) { adam(i, &c[i]->t); }},
           {"convert", convert},
-          {"read f32 weights + grads",
-           [&](size_t i) {
-             touch(*p[i]);
-             touch(*g[i]);
-           }},
+          {"read f32 weights + grads", readF32},
           {"  then sgd",
            [&](size_t i) {
-             touch(*p[i]);
-             touch(*g[i]);
+             readF32(i);
              sgd(i, nullptr);
            }},
-          {"read bf16 copy + grads",
-           [&](size_t i) {
-             touch(*c[i]);
-             touch(*g[i]);
-           }},
+          {"read bf16 copy + grads", readCopy},
           {"  then sgd + copy",
            [&](size_t i) {
-             touch(*c[i]);
-             touch(*g[i]);
+             readCopy(i);
              sgd(i, &c[i]->t);
            }},
       };

@@ -279,7 +279,6 @@ std::vector<Case> cases() {
         int lhs = form == 3 ? random(c, t, {}, 0.5, 2) : random(c, t, {33, 65});
         int rhs = form == 1   ? random(c, t, {65}, 0.5, 2)
                   : form == 2 ? random(c, t, {}, 0.5, 2)
-                  : form == 3 ? random(c, t, {33, 65}, 0.5, 2)
                               : random(c, t, {33, 65}, 0.5, 2);
         int out = output(c, t, {33, 65});
         c.fields = [=](Words &w, const Emit &e) {
