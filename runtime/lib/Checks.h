@@ -103,6 +103,19 @@ inline bool validSelect(const mpTensor *cond, const mpTensor *onTrue,
          mpNumElements(out) >= 0;
 }
 
+/// Whether `count` elements from `offset`, `stride` apart, lie in
+/// [0, size), decided without forming (count - 1) * stride, which a huge
+/// stride would overflow. An empty slice fits anywhere.
+inline bool sliceFits(int64_t offset, int64_t count, int64_t stride,
+                      int64_t size) {
+  if (stride < 1 || offset < 0 || count < 0)
+    return false;
+  if (count == 0)
+    return true;
+  return offset < size &&
+         (count == 1 || stride <= (size - 1 - offset) / (count - 1));
+}
+
 /// Layer norm over [axis, rank) of `x`: `scale` has those dimensions, a
 /// statistic (mean, rstd) one element per row. Sets rows and cols.
 inline bool layerNormShape(const mpTensor *x, const mpTensor *scale,

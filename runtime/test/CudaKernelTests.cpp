@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -206,9 +207,13 @@ bool runCase(Case &c) {
     Buffer &b = c.buffers[k];
     if (!b.output)
       continue;
+    // The magnitude of the finite values (a masked softmax row has -inf).
     double scale = 0;
-    for (int64_t i = 0; i < b.count(); ++i)
-      scale = std::max(scale, std::fabs(load(b.cpu, b.type, i)));
+    for (int64_t i = 0; i < b.count(); ++i) {
+      double x = load(b.cpu, b.type, i);
+      if (std::isfinite(x))
+        scale = std::max(scale, std::fabs(x));
+    }
     bool exact = b.type == MP_I1 || b.type == MP_I32 || b.type == MP_I64;
     double tol = exact ? 0
                        : 8 *
@@ -332,6 +337,48 @@ std::vector<Case> cases() {
         };
         all.push_back(std::move(g));
       }
+  // Contiguous rows of every length class of the warp-per-row kernels
+  // (and past the longest, 1024, where the block kernel takes over), 37
+  // rows (not a whole number of blocks), f32 and narrow compute types.
+  // Forward rows are causally masked: row r keeps its first r % length + 1
+  // elements and the others are -inf.
+  for (mpElementType t : floats)
+    for (mpElementType compute : {MP_F32, MP_BF16, MP_F16})
+      for (int64_t length : {1, 33, 128, 129, 512, 1024, 1025})
+        for (int log : {0, 1}) {
+          std::string name = std::string(typeName(t)) + " rows of " +
+                             std::to_string(length) + ", " +
+                             typeName(compute) + " compute";
+          std::vector<int64_t> shape{37, length};
+          Case c{std::string(log ? "log_softmax " : "softmax ") + name,
+                 ENTRY(softmax), {}, double(length), nullptr};
+          c.compute = compute;
+          std::uniform_real_distribution<double> u(-4, 4);
+          int in = add(c, t, shape, false, [&](int64_t i) {
+            return i % length > (i / length) % length
+                       ? -std::numeric_limits<double>::infinity()
+                       : u(rng);
+          });
+          int out = output(c, t, shape);
+          c.fields = [=](Words &w, const Emit &e) {
+            w.push_back(log); w.push_back(1); w.push_back(compute);
+            e(in); e(out);
+          };
+          all.push_back(std::move(c));
+          Case g{std::string(log ? "log_softmax_grad " : "softmax_grad ") +
+                     name,
+                 ENTRY(softmax_grad), {}, double(length), nullptr};
+          g.compute = compute;
+          int dy = random(g, t, shape);
+          int y = log ? random(g, t, shape, -6, -0.1)
+                      : random(g, t, shape, 0, 2.0 / double(length));
+          int dx = output(g, t, shape);
+          g.fields = [=](Words &w, const Emit &e) {
+            w.push_back(log); w.push_back(1); w.push_back(compute);
+            e(dy); e(y); e(dx);
+          };
+          all.push_back(std::move(g));
+        }
   // Running sums of positive terms (no cancellation to hide the rounding).
   for (mpElementType t : floats)
     for (int64_t axis : {1, 2})
@@ -367,6 +414,39 @@ std::vector<Case> cases() {
       int out = output(c, t, r.out);
       c.fields = [=](Words &w, const Emit &e) {
         w.push_back(r.kind); w.push_back(MP_F32); w.push_back(int64_t(r.axes.size()));
+        for (int64_t a : r.axes) w.push_back(a);
+        e(in); e(out);
+      };
+      all.push_back(std::move(c));
+    }
+  // Reductions over leading axes (the column-sum kernel without index
+  // arithmetic): a bias gradient's [rows, columns], two leading axes, one
+  // column, and fewer rows than a group holds.
+  struct LeadingCase {
+    int kind;
+    std::vector<int64_t> in, axes, out;
+  };
+  for (mpElementType t : floats)
+    for (const LeadingCase &r :
+         {LeadingCase{MP_REDUCE_SUM, {1000, 96}, {0}, {96}},
+          LeadingCase{MP_REDUCE_MEAN, {40, 25, 33}, {0, 1}, {33}},
+          LeadingCase{MP_REDUCE_MAX, {300, 2, 65}, {0}, {2, 65}},
+          LeadingCase{MP_REDUCE_SUM, {4099, 1}, {0}, {1}},
+          LeadingCase{MP_REDUCE_SUM, {5, 40}, {0}, {40}}}) {
+      std::string name = "reduce " + std::to_string(r.kind) + " leading [";
+      for (size_t d = 0; d < r.in.size(); ++d)
+        name += (d ? ", " : "") + std::to_string(r.in[d]);
+      name += "]";
+      int64_t count = 1;
+      for (int64_t a : r.axes)
+        count *= r.in[a];
+      Case c{name + " " + typeName(t), ENTRY(reduce), {}, double(count),
+             nullptr};
+      int in = random(c, t, r.in);
+      int out = output(c, t, r.out);
+      c.fields = [=](Words &w, const Emit &e) {
+        w.push_back(r.kind); w.push_back(MP_F32);
+        w.push_back(int64_t(r.axes.size()));
         for (int64_t a : r.axes) w.push_back(a);
         e(in); e(out);
       };
@@ -653,6 +733,131 @@ std::vector<Case> cases() {
       e(gin); e(gout);
     };
     all.push_back(std::move(g));
+  }
+  // The strided copy's plan normalisation (runtime/lib/CUDA/Movement.cu):
+  // size-1 dimensions dropped, contiguous ones merged, a run contiguous on
+  // both sides moved as 4-, 8- or 16-byte words where every address is
+  // aligned to the word, 32-bit indices. Device buffers are 256-byte
+  // aligned, so the word each case gets is set by its shapes and offsets
+  // (noted per case, for the 256-byte aligned buffers).
+  //
+  // Head transposes [B, T, H, 64] -> [B, H, T, 64]: rows of 64 elements
+  // as 16-byte words (8 to an f16 or bf16 row, 16 to f32, 32 to i64).
+  for (mpElementType t : {MP_F32, MP_F16, MP_BF16, MP_I64}) {
+    Case c{std::string("transpose heads ") + typeName(t), ENTRY(transpose), {}, 1, nullptr};
+    int in = t == MP_I64 ? ids(c, t, {2, 5, 4, 64}, -9, 9) : random(c, t, {2, 5, 4, 64});
+    int out = output(c, t, {2, 4, 5, 64});
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(4); for (int64_t p : {0, 2, 1, 3}) w.push_back(p); e(in); e(out);
+    };
+    all.push_back(std::move(c));
+  }
+  // Inner runs of 7, 6 and 4 f16 elements (14, 12 and 8 bytes): 2-byte
+  // elements (no word divides 14), 4-byte words, 8-byte words.
+  for (int64_t inner : {7, 6, 4}) {
+    Case c{"transpose f16 inner " + std::to_string(inner), ENTRY(transpose), {}, 1, nullptr};
+    int in = random(c, MP_F16, {3, 4, inner});
+    int out = output(c, MP_F16, {4, 3, inner});
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(3); for (int64_t p : {1, 0, 2}) w.push_back(p); e(in); e(out);
+    };
+    all.push_back(std::move(c));
+  }
+  {
+    // i64 pairs: 16-byte rows, a word wider than the element.
+    Case c{"transpose i64 pairs", ENTRY(transpose), {}, 1, nullptr};
+    int in = ids(c, MP_I64, {3, 5, 2}, -1000, 1000);
+    int out = output(c, MP_I64, {5, 3, 2});
+    c.fields = [=](Words &w, const Emit &e) {
+      w.push_back(3); for (int64_t p : {1, 0, 2}) w.push_back(p); e(in); e(out);
+    };
+    all.push_back(std::move(c));
+  }
+  {
+    // Rank 0 (one element, no dimensions) and all size 1 (every dimension
+    // dropped, rank 0 again).
+    Case c{"transpose f32 rank 0", ENTRY(transpose), {}, 1, nullptr};
+    int in = random(c, MP_F32, {});
+    int out = output(c, MP_F32, {});
+    c.fields = [=](Words &w, const Emit &e) { w.push_back(0); e(in); e(out); };
+    all.push_back(std::move(c));
+    Case u{"transpose bf16 all size 1", ENTRY(transpose), {}, 1, nullptr};
+    int uin = random(u, MP_BF16, {1, 1, 1});
+    int uout = output(u, MP_BF16, {1, 1, 1});
+    u.fields = [=](Words &w, const Emit &e) {
+      w.push_back(3); for (int64_t p : {2, 0, 1}) w.push_back(p); e(uin); e(uout);
+    };
+    all.push_back(std::move(u));
+  }
+  {
+    // Concat f16 along the last axis of [4, 40]: widths 8, 8, 3, 8, 5, 8
+    // at offsets 0, 8, 16, 19, 27, 32. The rows are 80 bytes, so the
+    // pieces at 0, 8 and 32 move as 16-byte words; those at 16 and 27 are
+    // odd widths and the one at 19 an odd offset, so they move elements.
+    Case k{"concat f16 axis 1 mixed widths", ENTRY(concat), {}, 1, nullptr};
+    std::vector<int> pieces;
+    for (int64_t width : {8, 8, 3, 8, 5, 8})
+      pieces.push_back(random(k, MP_F16, {4, width}));
+    int kout = output(k, MP_F16, {4, 40});
+    k.fields = [=](Words &w, const Emit &e) {
+      w.push_back(1); w.push_back(int64_t(pieces.size()));
+      for (int p : pieces) e(p);
+      e(kout);
+    };
+    all.push_back(std::move(k));
+  }
+  // Slices [2, 16] of an f16 [4, 32] at column 8 (16-byte words), 4
+  // (8-byte words) and 3 (elements), and their gradients.
+  for (int64_t col : {8, 4, 3}) {
+    Case s{"slice f16 at [1, " + std::to_string(col) + "]", ENTRY(slice), {}, 1, nullptr};
+    int sin = random(s, MP_F16, {4, 32});
+    int sout = output(s, MP_F16, {2, 16});
+    s.fields = [=](Words &w, const Emit &e) {
+      w.push_back(2); w.push_back(1); w.push_back(col); w.push_back(1); w.push_back(1);
+      e(sin); e(sout);
+    };
+    all.push_back(std::move(s));
+    Case g{"slice_grad f16 at [1, " + std::to_string(col) + "]", ENTRY(slice_grad), {}, 1, nullptr};
+    int gin = random(g, MP_F16, {2, 16});
+    int gout = output(g, MP_F16, {4, 32});
+    g.fields = [=](Words &w, const Emit &e) {
+      w.push_back(2); w.push_back(1); w.push_back(col); w.push_back(1); w.push_back(1);
+      e(gin); e(gout);
+    };
+    all.push_back(std::move(g));
+  }
+  {
+    // A one-element slice whose size-1 dimensions step 1000: those steps
+    // are never taken (the dimensions are dropped).
+    Case s{"slice f32 one element, large steps", ENTRY(slice), {}, 1, nullptr};
+    int sin = random(s, MP_F32, {3, 5});
+    int sout = output(s, MP_F32, {1, 1});
+    s.fields = [=](Words &w, const Emit &e) {
+      w.push_back(2); w.push_back(2); w.push_back(4); w.push_back(1000); w.push_back(1000);
+      e(sin); e(sout);
+    };
+    all.push_back(std::move(s));
+  }
+  {
+    // Broadcasts: a size-1 middle dimension, [4, 1, 64] -> [2, 4, 3, 64]
+    // (rows of 64 as 16-byte words, source strides 0 in between); a row
+    // [64] -> [6, 64] f32; a scalar -> [7, 5] (source stride 0 innermost,
+    // no widening).
+    Case b{"broadcast bf16 size-1 middle", ENTRY(broadcast), {}, 1, nullptr};
+    int bin = random(b, MP_BF16, {4, 1, 64});
+    int bout = output(b, MP_BF16, {2, 4, 3, 64});
+    b.fields = [=](Words &, const Emit &e) { e(bin); e(bout); };
+    all.push_back(std::move(b));
+    Case r{"broadcast f32 row", ENTRY(broadcast), {}, 1, nullptr};
+    int rin = random(r, MP_F32, {64});
+    int rout = output(r, MP_F32, {6, 64});
+    r.fields = [=](Words &, const Emit &e) { e(rin); e(rout); };
+    all.push_back(std::move(r));
+    Case s{"broadcast f16 scalar", ENTRY(broadcast), {}, 1, nullptr};
+    int sin = random(s, MP_F16, {});
+    int sout = output(s, MP_F16, {7, 5});
+    s.fields = [=](Words &, const Emit &e) { e(sin); e(sout); };
+    all.push_back(std::move(s));
   }
   struct MatmulCase {
     mpElementType in, out;

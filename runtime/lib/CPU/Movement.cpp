@@ -343,18 +343,6 @@ bool fastInnerTranspose(const mpTensor *in, mpTensor *out,
   return true;
 }
 
-/// Whether `count` elements from `offset`, `stride` apart, lie in
-/// [0, size), decided without forming (count - 1) * stride, which a huge
-/// stride would overflow. An empty slice fits anywhere.
-bool sliceFits(int64_t offset, int64_t count, int64_t stride, int64_t size) {
-  if (stride < 1 || offset < 0 || count < 0)
-    return false;
-  if (count == 0)
-    return true;
-  return offset < size &&
-         (count == 1 || stride <= (size - 1 - offset) / (count - 1));
-}
-
 /// The strided view of `full` that a non-empty slice `part` reads (or its
 /// gradient writes): returns its first element's offset, in elements, and
 /// sets `step[d]`, the elements of `full` one step along dimension d of

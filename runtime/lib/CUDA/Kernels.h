@@ -163,6 +163,7 @@ mpStatus mpNextSeed(const mpTensor *seed, mpTensor *out);
 using rt::isFloatType;
 using rt::isScalar;
 using rt::sameShape;
+using rt::sliceFits;
 using rt::validDropout;
 
 /// Valid float tensor with data (or with no elements).

@@ -2,7 +2,13 @@
 //
 // Data movement. Transpose, broadcast, slice and concat are one strided-copy
 // kernel: it iterates over an index space and reads and writes each element
-// through its own strides, moving elements as 1-, 2-, 4- or 8-byte words.
+// through its own strides. Before the launch the plan is normalised on the
+// host: size-1 dimensions are dropped and dimensions that are contiguous in
+// each other on both sides merged (fewer divisions per element); a run that
+// is contiguous on both sides moves as 4-, 8- or 16-byte words where every
+// address it touches is aligned to the word (an f16 head transpose moves
+// rows of 64 elements as 8 words of 16 bytes); and the index arithmetic is
+// 32-bit where every index and offset fits.
 // The gather gradient is deterministic: ids are sorted (a stable radix sort)
 // and each distinct id sums its rows in order, without atomics.
 //
@@ -20,12 +26,150 @@ using namespace mp::cuda;
 
 namespace {
 
+/// A copy over the index space `space`: element (c0, c1, ...) is read at
+/// srcBase + sum(ck * srcStrides[k]) and written at dstBase + sum(ck *
+/// dstStrides[k]), in elements.
 struct StridedPlan {
   Shape space;
-  int64_t srcStrides[MP_MAX_RANK];
-  int64_t dstStrides[MP_MAX_RANK];
+  int64_t srcStrides[MP_MAX_RANK] = {};
+  int64_t dstStrides[MP_MAX_RANK] = {};
   int64_t srcBase = 0, dstBase = 0;
 };
+
+int64_t count(const Shape &space) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < space.rank; ++d)
+    n *= space.dims[d];
+  return n;
+}
+
+/// `plan` with its size-1 dimensions dropped (whatever their strides: their
+/// only coordinate is 0) and each dimension merged into the one outside it
+/// where that steps, on both sides, exactly over the inner one's extent.
+/// Visits the same (source, destination) pairs; all size-1 gives rank 0,
+/// one element.
+StridedPlan simplified(const StridedPlan &plan) {
+  StridedPlan out;
+  out.srcBase = plan.srcBase;
+  out.dstBase = plan.dstBase;
+  int32_t &rank = out.space.rank;
+  for (int32_t k = 0; k < plan.space.rank; ++k) {
+    int64_t size = plan.space.dims[k];
+    int64_t src = plan.srcStrides[k], dst = plan.dstStrides[k];
+    if (size == 1)
+      continue;
+    if (rank > 0 && out.srcStrides[rank - 1] == src * size &&
+        out.dstStrides[rank - 1] == dst * size) {
+      out.space.dims[rank - 1] *= size;
+      out.srcStrides[rank - 1] = src;
+      out.dstStrides[rank - 1] = dst;
+      continue;
+    }
+    out.space.dims[rank] = size;
+    out.srcStrides[rank] = src;
+    out.dstStrides[rank] = dst;
+    ++rank;
+  }
+  return out;
+}
+
+/// The widest word (16, 8 or 4 bytes, wider than an element) that a
+/// simplified `plan` can move its innermost dimension by, or `elementSize`:
+/// that dimension must be contiguous on both sides, and its length, every
+/// other stride, both bases and both pointers multiples of the word, so
+/// that every word is whole and aligned.
+size_t widestWord(const StridedPlan &plan, size_t elementSize,
+                  const void *src, const void *dst) {
+  int32_t rank = plan.space.rank;
+  if (rank == 0 || plan.srcStrides[rank - 1] != 1 ||
+      plan.dstStrides[rank - 1] != 1)
+    return elementSize;
+  auto size = int64_t(elementSize);
+  for (int64_t word : {16, 8, 4}) {
+    if (word <= size)
+      break;
+    auto aligned = [&](int64_t elements) {
+      return elements * size % word == 0;
+    };
+    bool fits = aligned(plan.space.dims[rank - 1]) &&
+                aligned(plan.srcBase) && aligned(plan.dstBase) &&
+                reinterpret_cast<uintptr_t>(src) % word == 0 &&
+                reinterpret_cast<uintptr_t>(dst) % word == 0;
+    for (int32_t k = 0; fits && k < rank - 1; ++k)
+      fits = aligned(plan.srcStrides[k]) && aligned(plan.dstStrides[k]);
+    if (fits)
+      return size_t(word);
+  }
+  return elementSize;
+}
+
+/// `plan` in units of `word` bytes, a word that widestWord chose. The
+/// innermost dimension may become size 1, which simplifying again drops.
+StridedPlan widened(const StridedPlan &plan, size_t elementSize,
+                    size_t word) {
+  auto scale = [&](int64_t elements) {
+    return elements * int64_t(elementSize) / int64_t(word);
+  };
+  StridedPlan out = plan;
+  int32_t rank = plan.space.rank;
+  out.space.dims[rank - 1] = scale(plan.space.dims[rank - 1]);
+  for (int32_t k = 0; k < rank - 1; ++k) {
+    out.srcStrides[k] = scale(plan.srcStrides[k]);
+    out.dstStrides[k] = scale(plan.dstStrides[k]);
+  }
+  out.srcBase = scale(plan.srcBase);
+  out.dstBase = scale(plan.dstBase);
+  return out;
+}
+
+/// Below 2^30, an index, an offset and the grid-stride step added to an
+/// index all fit uint32_t.
+constexpr int64_t kIndex32Limit = int64_t(1) << 30;
+
+/// Whether `base` plus every multiple of `strides` that `space` reaches
+/// stays in [0, kIndex32Limit). Strides and bases are never negative from
+/// the callers; a negative one (unsigned arithmetic would wrap) answers no.
+bool reachFits32(const Shape &space, const int64_t *strides, int64_t base) {
+  if (base < 0 || base >= kIndex32Limit)
+    return false;
+  int64_t reach = base;
+  for (int32_t k = 0; k < space.rank; ++k) {
+    int64_t steps = space.dims[k] - 1, stride = strides[k];
+    if (stride < 0 || (steps && stride > (kIndex32Limit - 1 - reach) / steps))
+      return false;
+    reach += steps * stride;
+  }
+  return true;
+}
+
+/// Whether a simplified `plan` of `n` elements can use 32-bit indices.
+bool fitsIndex32(const StridedPlan &plan, int64_t n) {
+  return n < kIndex32Limit &&
+         reachFits32(plan.space, plan.srcStrides, plan.srcBase) &&
+         reachFits32(plan.space, plan.dstStrides, plan.dstBase);
+}
+
+/// A plan as the kernel reads it: index type I, innermost dimension first,
+/// so that the unrolled loop below indexes it with constants.
+template <typename I> struct KernelPlan {
+  int32_t rank;
+  I dims[MP_MAX_RANK], src[MP_MAX_RANK], dst[MP_MAX_RANK];
+  I srcBase, dstBase;
+};
+
+template <typename I> KernelPlan<I> kernelPlan(const StridedPlan &plan) {
+  KernelPlan<I> out{};
+  int32_t rank = plan.space.rank;
+  out.rank = rank;
+  for (int32_t k = 0; k < rank; ++k) {
+    out.dims[k] = I(plan.space.dims[rank - 1 - k]);
+    out.src[k] = I(plan.srcStrides[rank - 1 - k]);
+    out.dst[k] = I(plan.dstStrides[rank - 1 - k]);
+  }
+  out.srcBase = I(plan.srcBase);
+  out.dstBase = I(plan.dstBase);
+  return out;
+}
 
 /// Calls `body(W{})` with W the unsigned word of `size` bytes (1, 2, 4 or
 /// 8); returns false for other sizes. Movement copies bits, whatever the
@@ -40,39 +184,74 @@ template <typename Body> bool withWord(size_t size, Body body) {
   }
 }
 
-template <typename W>
-__global__ void stridedCopyKernel(const W *src, W *dst, int64_t n,
-                                  StridedPlan plan) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t s = plan.srcBase, d = plan.dstBase, rest = i;
-    for (int k = plan.space.rank - 1; k >= 0; --k) {
-      int64_t c = rest % plan.space.dims[k];
-      rest /= plan.space.dims[k];
-      s += c * plan.srcStrides[k];
-      d += c * plan.dstStrides[k];
+/// withWord, and uint4 for the 16-byte words of a widened strided copy.
+template <typename Body> bool withCopyWord(size_t size, Body body) {
+  if (size == 16) {
+    body(uint4{});
+    return true;
+  }
+  return withWord(size, body);
+}
+
+/// One word per thread and grid-stride turn. With I = uint32_t the index
+/// arithmetic is 32-bit: a 64-bit division is a long software sequence on
+/// the GPU, a 32-bit one a few instructions.
+template <typename W, typename I>
+__global__ void stridedCopyKernel(const W *src, W *dst, I n,
+                                  KernelPlan<I> plan) {
+  for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += I(gridDim.x) * blockDim.x) {
+    I s = plan.srcBase, d = plan.dstBase, rest = i;
+#pragma unroll
+    for (int k = 0; k < MP_MAX_RANK; ++k) {
+      if (k == plan.rank)
+        break;
+      // The outermost coordinate is what the divisions leave.
+      if (k + 1 == plan.rank) {
+        s += rest * plan.src[k];
+        d += rest * plan.dst[k];
+        break;
+      }
+      I c = rest % plan.dims[k];
+      rest /= plan.dims[k];
+      s += c * plan.src[k];
+      d += c * plan.dst[k];
     }
     dst[d] = src[s];
   }
 }
 
+template <typename W, typename I>
+void launchStridedCopy(const void *src, void *dst, int64_t n,
+                       const StridedPlan &plan, cudaStream_t stream) {
+  stridedCopyKernel<<<gridFor(n), kThreads, 0, stream>>>(
+      static_cast<const W *>(src), static_cast<W *>(dst), I(n),
+      kernelPlan<I>(plan));
+}
+
 mpStatus stridedCopy(const void *src, void *dst, size_t elementSize,
-                     const StridedPlan &plan) {
+                     const StridedPlan &given) {
   Context *c = context();
   if (!c)
     return MP_ERROR_BACKEND;
-  int64_t n = 1;
-  for (int32_t d = 0; d < plan.space.rank; ++d)
-    n *= plan.space.dims[d];
-  if (!n)
+  if (!count(given.space))
     return MP_OK;
-  bool known = withWord(elementSize, [&](auto word) {
-    using W = decltype(word);
-    stridedCopyKernel<<<gridFor(n), kThreads, 0, c->stream>>>(
-        static_cast<const W *>(src), static_cast<W *>(dst), n, plan);
-  });
-  if (!known)
+  if (elementSize != 1 && elementSize != 2 && elementSize != 4 &&
+      elementSize != 8)
     return MP_ERROR_INVALID_ARGUMENT;
+  StridedPlan plan = simplified(given);
+  size_t word = widestWord(plan, elementSize, src, dst);
+  if (word != elementSize)
+    plan = simplified(widened(plan, elementSize, word));
+  int64_t n = count(plan.space);
+  bool index32 = fitsIndex32(plan, n);
+  withCopyWord(word, [&](auto w) {
+    using W = decltype(w);
+    if (index32)
+      launchStridedCopy<W, uint32_t>(src, dst, n, plan, c->stream);
+    else
+      launchStridedCopy<W, int64_t>(src, dst, n, plan, c->stream);
+  });
   return launched("strided copy kernel") ? MP_OK : MP_ERROR_BACKEND;
 }
 
@@ -233,13 +412,12 @@ mpStatus mp::cuda::mpSlice(const mpTensor *in, mpTensor *out,
   contiguousStrides(*out, plan.dstStrides);
   for (int32_t d = 0; d < in->rank; ++d) {
     int64_t step = strides ? strides[d] : 1;
-    int64_t last = offsets[d] + (out->shape[d] - 1) * step;
-    if (step < 1 || offsets[d] < 0 ||
-        (out->shape[d] > 0 && (offsets[d] >= in->shape[d] ||
-                               last >= in->shape[d])))
+    if (!sliceFits(offsets[d], out->shape[d], step, in->shape[d]))
       return MP_ERROR_INVALID_ARGUMENT;
-    plan.srcBase += offsets[d] * inStrides[d];
-    plan.srcStrides[d] = step * inStrides[d];
+    // A dimension of one element never steps (its step may be huge).
+    if (out->shape[d] > 0)
+      plan.srcBase += offsets[d] * inStrides[d];
+    plan.srcStrides[d] = out->shape[d] > 1 ? step * inStrides[d] : 0;
   }
   return stridedCopy(in->data, out->data, mpElementSize(in->elementType), plan);
 }
@@ -260,13 +438,12 @@ mpStatus mp::cuda::mpSliceGrad(const mpTensor *dy, mpTensor *dx,
   contiguousStrides(*dy, plan.srcStrides);
   for (int32_t d = 0; d < dx->rank; ++d) {
     int64_t step = strides ? strides[d] : 1;
-    int64_t last = offsets[d] + (dy->shape[d] - 1) * step;
-    if (step < 1 || offsets[d] < 0 ||
-        (dy->shape[d] > 0 && (offsets[d] >= dx->shape[d] ||
-                              last >= dx->shape[d])))
+    if (!sliceFits(offsets[d], dy->shape[d], step, dx->shape[d]))
       return MP_ERROR_INVALID_ARGUMENT;
-    plan.dstBase += offsets[d] * dxStrides[d];
-    plan.dstStrides[d] = step * dxStrides[d];
+    // A dimension of one element never steps (its step may be huge).
+    if (dy->shape[d] > 0)
+      plan.dstBase += offsets[d] * dxStrides[d];
+    plan.dstStrides[d] = dy->shape[d] > 1 ? step * dxStrides[d] : 0;
   }
   size_t bytes = size_t(mpNumElements(dx)) * mpElementSize(dx->elementType);
   if (bytes)

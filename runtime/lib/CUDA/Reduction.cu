@@ -13,6 +13,9 @@
 #include "Common.cuh"
 #include "Kernels.h"
 
+#include <initializer_list>
+#include <type_traits>
+
 using namespace mp;
 using namespace mp::cuda;
 
@@ -111,6 +114,148 @@ __global__ void softmaxGradKernel(Ref dy, Ref y, MutRef dx, int64_t rows,
 }
 
 //===----------------------------------------------------------------------===//
+// Softmax of short contiguous rows: a warp to a row
+//===----------------------------------------------------------------------===//
+//
+// The attention scores' rows (one per query, as long as the sequence) are
+// short and contiguous. A warp holds such a row in registers, PerLane
+// elements a lane (lane l takes elements l, l + 32, ...), so the row is read
+// once and written once and the reductions are shuffles. The arithmetic is
+// the block kernel's, rounding at the same points; only the (fixed) order of
+// the sums differs.
+
+/// Blocks of four warps: the long rows' gradient kernel needs 135
+/// registers a thread, and small blocks still fit three to a multiprocessor.
+constexpr int kRowThreads = 128;
+constexpr int kRowsPerBlock = kRowThreads / 32;
+
+template <typename C, typename Op> __device__ C warpReduce(C v, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+/// Loads row `row` (elements past `length` are `pad`) into `v`.
+template <typename T, int PerLane>
+__device__ __forceinline__ void loadRow(const T *p, int64_t row, int length,
+                                        float pad, float (&v)[PerLane]) {
+  const T *base = p + row * length;
+  int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int k = 0; k < PerLane; ++k) {
+    int j = lane + 32 * k;
+    v[k] = j < length ? toFloat(base[j]) : pad;
+  }
+}
+
+template <typename T, int PerLane>
+__global__ void __launch_bounds__(kRowThreads)
+    softmaxRowsKernel(const T *in, T *out, int64_t rows, int length,
+                      int logSoftmax, int compute) {
+  int lane = threadIdx.x % 32;
+  for (int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+       row < rows; row += int64_t(gridDim.x) * kRowsPerBlock) {
+    float v[PerLane];
+    loadRow<T, PerLane>(in, row, length, -INFINITY, v);
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < PerLane; ++k)
+      m = MaxOp()(m, v[k]);
+    m = warpReduce(m, MaxOp());
+    float sum = 0;
+#pragma unroll
+    for (int k = 0; k < PerLane; ++k)
+      if (lane + 32 * k < length)
+        sum += roundCompute(compute, exp(v[k] - m));
+    sum = roundCompute(compute, warpReduce(sum, SumOp()));
+    float logSum = roundCompute(compute, float(log(sum)));
+    T *base = out + row * length;
+#pragma unroll
+    for (int k = 0; k < PerLane; ++k) {
+      int j = lane + 32 * k;
+      if (j < length) {
+        float x = v[k] - m;
+        float y = logSoftmax ? x - logSum : exp(x) / sum;
+        base[j] = fromFloat<T>(roundCompute(compute, y));
+      }
+    }
+  }
+}
+
+template <typename T, int PerLane>
+__global__ void __launch_bounds__(kRowThreads)
+    softmaxGradRowsKernel(const T *dy, const T *y, T *dx, int64_t rows,
+                          int length, int logSoftmax, int compute) {
+  int lane = threadIdx.x % 32;
+  for (int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+       row < rows; row += int64_t(gridDim.x) * kRowsPerBlock) {
+    float g[PerLane], s[PerLane];
+    loadRow<T, PerLane>(dy, row, length, 0.0f, g);
+    loadRow<T, PerLane>(y, row, length, 0.0f, s);
+    float dot = 0;
+#pragma unroll
+    for (int k = 0; k < PerLane; ++k)
+      if (lane + 32 * k < length)
+        dot += logSoftmax ? g[k] : roundCompute(compute, g[k] * s[k]);
+    dot = roundCompute(compute, warpReduce(dot, SumOp()));
+    T *base = dx + row * length;
+#pragma unroll
+    for (int k = 0; k < PerLane; ++k) {
+      int j = lane + 32 * k;
+      if (j < length) {
+        float r = logSoftmax
+                      ? g[k] - roundCompute(compute, float(exp(s[k]))) * dot
+                      : s[k] * (g[k] - dot);
+        base[j] = fromFloat<T>(roundCompute(compute, r));
+      }
+    }
+  }
+}
+
+constexpr int kMaxWarpRow = 1024;
+
+/// Whether rows of `length` along `axis` (`inner` elements apart) over
+/// tensors of one storage type and compute type `compute` take the
+/// warp-per-row kernels.
+bool warpRows(int64_t length, int64_t inner, int type, int compute,
+              std::initializer_list<const mpTensor *> tensors) {
+  if (inner != 1 || length > kMaxWarpRow || compute == MP_F64 ||
+      (type != MP_F32 && type != MP_F16 && type != MP_BF16))
+    return false;
+  for (const mpTensor *t : tensors)
+    if (t->elementType != type)
+      return false;
+  return true;
+}
+
+/// Calls `body(T{}, std::integral_constant<int, PerLane>{})` with T the
+/// storage type of `type` (f32, f16 or bf16) and PerLane the elements a lane
+/// holds for rows of `length` (at most kMaxWarpRow).
+template <typename Body> void withRowType(int type, int64_t length, Body body) {
+  auto perLane = [&](auto zero) {
+    if (length <= 128)
+      body(zero, std::integral_constant<int, 4>{});
+    else if (length <= 256)
+      body(zero, std::integral_constant<int, 8>{});
+    else if (length <= 512)
+      body(zero, std::integral_constant<int, 16>{});
+    else
+      body(zero, std::integral_constant<int, 32>{});
+  };
+  if (type == MP_F16)
+    perLane(__half{});
+  else if (type == MP_BF16)
+    perLane(__nv_bfloat16{});
+  else
+    perLane(float{});
+}
+
+unsigned warpRowGrid(int64_t rows) {
+  return unsigned(std::clamp<int64_t>(
+      (rows + kRowsPerBlock - 1) / kRowsPerBlock, 1, 1 << 20));
+}
+
+//===----------------------------------------------------------------------===//
 // Reduce
 //===----------------------------------------------------------------------===//
 
@@ -203,27 +348,57 @@ __global__ void reduceGroupsKernel(int kind, const C *partials, int64_t groups,
   }
 }
 
-/// Rows per group for column reductions: enough groups to fill the GPU when
-/// there are few outputs, at most 64 (the partials stay small).
-int64_t groupsFor(int64_t outputs, int64_t count) {
-  int64_t wanted = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(outputs, 1));
-  return std::clamp<int64_t>(std::min(wanted, count / 16), 1, 64);
+/// The reduced axes lead and the input is dense: the input is [count,
+/// outputs] and group g of rows sums its column o into
+/// partials[g * outputs + o], with no index arithmetic per element (a bias
+/// gradient over [batch, tokens]).
+template <typename C>
+__global__ void reduceLeadingKernel(int kind, Ref in, C *partials,
+                                    int64_t outputs, int64_t count,
+                                    int64_t perGroup) {
+  int64_t g = blockIdx.y;
+  int64_t end = min(count, (g + 1) * perGroup);
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    C acc = reduceInit<C>(kind);
+    for (int64_t r = g * perGroup; r < end; ++r)
+      acc = reduceStep(kind, acc, loadAs<C>(in.data, in.type, r * outputs + o));
+    partials[g * outputs + o] = acc;
+  }
+}
+
+/// Groups of rows for a column reduction: enough for about `threads`
+/// threads when there are few outputs, at least 16 rows a group, at most
+/// `most` groups (the partials stay small).
+int64_t groupsFor(int64_t outputs, int64_t count, int64_t threads = 1 << 16,
+                  int64_t most = 64) {
+  int64_t wanted =
+      std::max<int64_t>(1, threads / std::max<int64_t>(outputs, 1));
+  return std::clamp<int64_t>(std::min(wanted, count / 16), 1, most);
 }
 
 template <typename C>
 mpStatus reduceColumns(int kind, const mpTensor *in, mpTensor *out,
                        int64_t outputs, int64_t count, const ReducePlan &plan,
-                       int compute) {
-  int64_t groups = groupsFor(outputs, count);
+                       bool leading, int compute) {
+  // Leading axes read without index arithmetic, so more groups pay.
+  int64_t groups = leading ? groupsFor(outputs, count, 1 << 18, 256)
+                           : groupsFor(outputs, count);
   int64_t perGroup = (count + groups - 1) / groups;
+  groups = (count + perGroup - 1) / perGroup;
   Scratch partials(size_t(groups * outputs) * sizeof(C));
   if (!partials)
     return MP_ERROR_OUT_OF_MEMORY;
   cudaStream_t stream = context()->stream;
   dim3 grid(std::min<unsigned>(gridFor(outputs), 65535), unsigned(groups));
-  reduceColumnsKernel<C><<<grid, kThreads, 0, stream>>>(
-      kind, ref(in), static_cast<C *>(partials.get()), outputs, count,
-      perGroup, plan);
+  if (leading)
+    reduceLeadingKernel<C><<<grid, kThreads, 0, stream>>>(
+        kind, ref(in), static_cast<C *>(partials.get()), outputs, count,
+        perGroup);
+  else
+    reduceColumnsKernel<C><<<grid, kThreads, 0, stream>>>(
+        kind, ref(in), static_cast<C *>(partials.get()), outputs, count,
+        perGroup, plan);
   reduceGroupsKernel<C><<<gridFor(outputs), kThreads, 0, stream>>>(
       kind, static_cast<const C *>(partials.get()), groups, mut(out), outputs,
       count, compute);
@@ -557,6 +732,16 @@ mpStatus mp::cuda::mpSoftmax(const mpTensor *in, mpTensor *out, int64_t axis,
   int64_t rows = outer * inner;
   if (!rows || !length)
     return MP_OK;
+  if (warpRows(length, inner, in->elementType, compute, {out})) {
+    withRowType(in->elementType, length, [&](auto zero, auto perLane) {
+      using T = decltype(zero);
+      softmaxRowsKernel<T, perLane.value>
+          <<<warpRowGrid(rows), kRowThreads, 0, context()->stream>>>(
+              static_cast<const T *>(in->data), static_cast<T *>(out->data),
+              rows, int(length), logSoftmax, compute);
+    });
+    return launched("softmax row kernel") ? MP_OK : MP_ERROR_BACKEND;
+  }
   MP_LAUNCH_COMPUTE(compute, softmaxKernel, rowGrid(rows), ref(in), mut(out),
                     rows, length, inner, logSoftmax, compute);
   return launched("softmax kernel") ? MP_OK : MP_ERROR_BACKEND;
@@ -592,6 +777,17 @@ mpStatus mp::cuda::mpSoftmaxGrad(const mpTensor *dy, const mpTensor *y,
   int64_t rows = outer * inner;
   if (!rows || !length)
     return MP_OK;
+  if (warpRows(length, inner, dy->elementType, compute, {y, dx})) {
+    withRowType(dy->elementType, length, [&](auto zero, auto perLane) {
+      using T = decltype(zero);
+      softmaxGradRowsKernel<T, perLane.value>
+          <<<warpRowGrid(rows), kRowThreads, 0, context()->stream>>>(
+              static_cast<const T *>(dy->data), static_cast<const T *>(y->data),
+              static_cast<T *>(dx->data), rows, int(length), logSoftmax,
+              compute);
+    });
+    return launched("softmax gradient row kernel") ? MP_OK : MP_ERROR_BACKEND;
+  }
   MP_LAUNCH_COMPUTE(compute, softmaxGradKernel, rowGrid(rows), ref(dy), ref(y),
                     mut(dx), rows, length, inner, logSoftmax, compute);
   return launched("softmax gradient kernel") ? MP_OK : MP_ERROR_BACKEND;
@@ -644,11 +840,15 @@ mpStatus mp::cuda::mpReduce(mpReduceKind kind, const mpTensor *in,
                       ref(in), mut(out), outputs, count, plan, compute);
     return launched("row reduction kernel") ? MP_OK : MP_ERROR_BACKEND;
   }
+  // The reduced axes lead when they are 0 ... k - 1.
+  bool leading = plan.reduced.rank == numAxes;
+  for (int32_t i = 0; i < numAxes; ++i)
+    leading = leading && axes[i] == i;
   return compute == MP_F64
              ? reduceColumns<double>(kind, in, out, outputs, count, plan,
-                                     compute)
+                                     leading, compute)
              : reduceColumns<float>(kind, in, out, outputs, count, plan,
-                                    compute);
+                                    leading, compute);
 }
 
 mpStatus mp::cuda::mpSoftmaxCrossEntropy(const mpTensor *logits,
