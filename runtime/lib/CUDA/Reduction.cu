@@ -124,8 +124,9 @@ __global__ void softmaxGradKernel(Ref dy, Ref y, MutRef dx, int64_t rows,
 // the block kernel's, rounding at the same points; only the (fixed) order of
 // the sums differs.
 
-/// Blocks of four warps: the long rows' gradient kernel needs 135
-/// registers a thread, and small blocks still fit three to a multiprocessor.
+/// Blocks of four warps: the long rows' gradient kernel takes up to 128
+/// registers a thread (sm_90), and small blocks still fit several to a
+/// multiprocessor.
 constexpr int kRowThreads = 128;
 constexpr int kRowsPerBlock = kRowThreads / 32;
 
@@ -841,7 +842,7 @@ mpStatus mp::cuda::mpReduce(mpReduceKind kind, const mpTensor *in,
     return launched("row reduction kernel") ? MP_OK : MP_ERROR_BACKEND;
   }
   // The reduced axes lead when they are 0 ... k - 1.
-  bool leading = plan.reduced.rank == numAxes;
+  bool leading = true;
   for (int32_t i = 0; i < numAxes; ++i)
     leading = leading && axes[i] == i;
   return compute == MP_F64
