@@ -118,6 +118,14 @@ int main(int argc, char **argv) {
       {512, 4096, 4096, true, "mlp fc2 dx (B^T)"},
       {2048, 2048, 512, false, "transformer ffn1"},
       {2048, 512, 512, false, "transformer qkv/out"},
+      // The ViT of torch_cpu_steps.py (8 images of 65 tokens, hidden 256,
+      // MLP 1024): its MLP and attention projections, forward and dx.
+      {520, 1024, 256, false, "vit fc1"},
+      {520, 256, 1024, false, "vit fc2"},
+      {520, 768, 256, false, "vit qkv"},
+      {520, 256, 256, false, "vit out"},
+      {520, 256, 1024, true, "vit fc1 dx (B^T)"},
+      {520, 1024, 256, true, "vit fc2 dx (B^T)"},
   };
   std::mt19937 rng(1);
   std::normal_distribution<float> dist;

@@ -33,8 +33,9 @@ pools its steps from all rounds: a slow spell of the machine then falls on
 every variant instead of on one. Timings depend on the
 machine: compare only within one run. MP_CPU_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2
 in the environment makes mp use its AVX2 kernels on an AVX-512 machine;
-PyTorch's own oneDNN reads DNNL_MAX_CPU_ISA too, so its convolutions are
-capped as well (its other kernels are not).
+PyTorch's own oneDNN reads DNNL_MAX_CPU_ISA too, and torch_steps.py caps
+MKL's GEMMs and ATen's vector kernels to AVX2 as well
+(MKL_ENABLE_INSTRUCTIONS, ATEN_CPU_CAPABILITY).
 
 usage: benchmarks/torch_cpu_steps.py [--build build] [--python PY]
                                      [--models bert,gpt2,resnet50,vit]

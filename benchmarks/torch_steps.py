@@ -24,9 +24,18 @@ import statistics
 import time
 import warnings
 
-import torch
-import torchvision
-import transformers
+# Under mp's AVX2 cap (MP_CPU_ISA=avx2), cap PyTorch the same way before it
+# loads: its oneDNN reads DNNL_MAX_CPU_ISA itself, but MKL's GEMMs and
+# ATen's vector kernels would otherwise keep AVX-512 on an Intel CPU (on
+# AMD CPUs MKL picks AVX2 paths anyway), and mp's AVX2 step would be
+# compared with PyTorch's AVX-512 one.
+if os.environ.get("MP_CPU_ISA") == "avx2":
+    os.environ.setdefault("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+import transformers  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
