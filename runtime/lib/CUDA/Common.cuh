@@ -148,12 +148,19 @@ struct MaxOp {
   }
 };
 
+/// Reduces `v` over the warp with an xor butterfly; every lane gets the
+/// same result (each step combines the same two values on both lanes).
+template <typename C, typename Op> __device__ C warpReduce(C v, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
 /// Reduces `v` over the block; every thread gets the result. `shared`
 /// holds kThreads / 32 values.
 template <typename C, typename Op>
 __device__ C blockReduce(C v, Op op, C *shared) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  v = warpReduce(v, op);
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   __syncthreads(); // `shared` may still be read by a previous reduction
   if (lane == 0)

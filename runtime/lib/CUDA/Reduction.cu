@@ -130,12 +130,6 @@ __global__ void softmaxGradKernel(Ref dy, Ref y, MutRef dx, int64_t rows,
 constexpr int kRowThreads = 128;
 constexpr int kRowsPerBlock = kRowThreads / 32;
 
-template <typename C, typename Op> __device__ C warpReduce(C v, Op op) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
 /// Loads row `row` (elements past `length` are `pad`) into `v`.
 template <typename T, int PerLane>
 __device__ __forceinline__ void loadRow(const T *p, int64_t row, int length,
