@@ -34,8 +34,9 @@ const CpuFeatures &mp::rt::cpuFeatures() {
     CpuFeatures f;
 #ifdef MP_X86
     __builtin_cpu_init();
-    f.avx2 = __builtin_cpu_supports("avx2");
+    // The AVX2 loops multiply-add (Vector.h): every AVX2 CPU has FMA too.
     f.fma = __builtin_cpu_supports("fma");
+    f.avx2 = __builtin_cpu_supports("avx2") && f.fma;
     f.f16c = __builtin_cpu_supports("f16c");
     f.avx512 = __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") &&

@@ -44,7 +44,7 @@ inline bool isTileType(mpElementType t) {
 /// What the CPU offers the kernels, read once with cpuid, less what
 /// MP_CPU_ISA (avx2, scalar) leaves out.
 struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false;
+  bool avx2 = false, fma = false, f16c = false; // avx2: AVX2 and FMA
   bool avx512 = false;     // AVX-512 F, BW, VL, DQ
   bool avx512bf16 = false; // vdpbf16ps (oneDNN's bf16 GEMM)
   bool amx = false;        // AMX tiles with bf16
@@ -60,15 +60,17 @@ template <typename Fn> Fn forIsa(Fn avx512, Fn avx2, Fn base) {
 
 // The instruction sets a kernel's loops are compiled for besides the
 // baseline: a macro defines each loop once per SUFFIX and TARGET, and
-// forIsa picks the variant (there is no FMA contraction in any:
-// -ffp-contract=off, so the variants give the same bits).
+// forIsa picks the variant. AVX2 comes with FMA (cpuFeatures().avx2 asks
+// for both): the functions of Math.h multiply-add explicitly (std::fma,
+// one rounding, libm's fmaf in the baseline), and nothing is contracted
+// (-ffp-contract=off), so the variants give the same bits.
 // Elsewhere they are empty: every variant is the baseline loop.
 #ifdef MP_X86
 #define MP_TARGET_AVX512                                                       \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-#define MP_TARGET_AVX2 __attribute__((target("avx2")))
+#define MP_TARGET_AVX2 __attribute__((target("avx2,fma")))
 // The AVX2 loops that convert f16 lanes (Lanes.h) with F16C.
-#define MP_TARGET_AVX2_F16C __attribute__((target("avx2,f16c")))
+#define MP_TARGET_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
 #else
 #define MP_TARGET_AVX512
 #define MP_TARGET_AVX2
