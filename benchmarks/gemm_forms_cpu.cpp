@@ -15,10 +15,12 @@
 //    ("gemm:jit"), or its preferred blocked layout reordered back to plain;
 //  - for the attention's batched products, one oneDNN call per matrix on
 //    OpenMP threads, or dnnl_sgemm per matrix, against the batched call;
-//  - for the projections, mpMatmul itself: the runtime's call, which copies
-//    operands with rows of 2 KB into padded rows where oneDNN runs its jit
-//    GEMM (below AVX-512; DNNL_MAX_CPU_ISA=AVX2 caps it there), so on AVX2
-//    it differs from the strided form before it.
+//  - for the projections, mpMatmul itself: the runtime's call, which on
+//    AVX2 (MP_CPU_ISA=avx2) runs its own packed GEMM (runtime/lib/CPU/
+//    Gemm.h; with MP_PACKED_GEMM=0, oneDNN's jit GEMM from operands with
+//    rows of 2 KB copied into padded rows, DNNL_MAX_CPU_ISA=AVX2 capping
+//    oneDNN there) and on AVX-512 oneDNN's brgemm (the packed GEMM with
+//    MP_PACKED_GEMM=1).
 // The shapes are the ones MP_PROFILE_SHAPES=1 lists for that step. Variants
 // of one shape run in turn, round after round, so a drift of the machine's
 // speed reaches all of them; each line has the median, GFLOP/s and the

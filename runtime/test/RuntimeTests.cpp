@@ -36,7 +36,9 @@
 // * matmul: every storage / output / compute combination, with transposes
 //   and broadcast batch dimensions, against a float64 reference within the
 //   dot-product error bound ((1 + u)^K - 1) * sum|a b| of the compute type's
-//   unit roundoff u, plus one rounding to the output storage.
+//   unit roundoff u, plus one rounding to the output storage; the
+//   runtime's packed GEMM (Gemm.h) called directly, within the same bound,
+//   at the edges of its tiles and blocks, where the runtime uses it.
 //
 // * dropout: Philox4x32-10 against Random123's published known answers;
 //   masks against the rule of Philox.h (kept values exactly x / (1 - rate)
@@ -52,6 +54,8 @@
 
 #include "mp/Runtime/MPRuntime.h"
 #include "mp/Runtime/Philox.h"
+
+#include "Gemm.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -787,6 +791,14 @@ void testMatmul(std::mt19937_64 &rng) {
       {{24, 40}, {40, 512}, false, false, {24, 512}},
       {{2, 40, 512}, {2, 40, 8}, true, false, {2, 512, 8}},
       {{3, 4, 40}, {40, 512}, false, false, {3, 4, 512}},
+      // Products large enough for the runtime's packed GEMM (Gemm.h):
+      // tiles past m and n, three blocks along k; both operands
+      // transposed; a batch over one rhs (one taller matrix); a batch of
+      // transposed lhs matrices (one product each).
+      {{131, 600}, {600, 45}, false, false, {131, 45}},
+      {{300, 131}, {77, 300}, true, true, {131, 77}},
+      {{3, 50, 260}, {260, 70}, false, false, {3, 50, 70}},
+      {{2, 260, 100}, {2, 260, 90}, true, false, {2, 100, 90}},
   };
   struct Types {
     mpElementType storage, out, compute;
@@ -893,6 +905,8 @@ void testFusedMatmul(std::mt19937_64 &rng) {
       {{160, 24}, {24, 256}, false, false, {160, 256}},
       // Rows of 2 KB, padded for oneDNN's jit GEMM (see testMatmul).
       {{6, 40}, {40, 512}, false, false, {6, 512}},
+      // The packed GEMM's bias and residual (see testMatmul).
+      {{150, 260}, {70, 260}, false, true, {150, 70}},
   };
   struct Types {
     mpElementType storage, out, bias, compute;
@@ -1018,6 +1032,97 @@ void testFusedMatmul(std::mt19937_64 &rng) {
         "fused matmul refuses a bias of the wrong length, a residual of "
         "another type, an unknown activation, low-precision accumulation "
         "and an rhs wider than the output");
+}
+
+/// The runtime's packed f32 GEMM (runtime/lib/CPU/Gemm.h) called directly,
+/// against float64: m, n and k at and either side of its tile and block
+/// sizes (14 rows, 32 columns, 256 along k), every transpose, rows stored
+/// longer than they are, with and without the bias and the accumulation
+/// into c; the elements of c past n in each row must keep their values.
+/// Skipped, saying so, where the runtime does not use it (AVX-512 without
+/// MP_PACKED_GEMM=1, a CPU without AVX2 and FMA, MP_PACKED_GEMM=0).
+void testPackedGemm(std::mt19937_64 &rng) {
+  if (!mp::rt::packedGemmTakes(64, 64, 1024)) {
+    std::printf("skipped: packed GEMM: not used here (it runs on AVX2 with "
+                "FMA, and on AVX-512 with MP_PACKED_GEMM=1)\n");
+    return;
+  }
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> coin(0, 1);
+  bool ok = true;
+  int calls = 0;
+  double worst = 0;
+  for (int64_t m : {1, 13, 14, 15, 29, 130})
+    for (int64_t n : {1, 31, 32, 33, 70})
+      for (int64_t k : {1, 255, 256, 257, 600})
+        for (int form = 0; form < 4; ++form) {
+          bool ta = form & 1, tb = form & 2;
+          bool useBias = coin(rng), accumulate = coin(rng);
+          // Stored rows a few elements longer than the matrix's own.
+          int64_t aRow = (ta ? m : k) + 3, bRow = (tb ? k : n) + 5;
+          int64_t ldc = n + 7;
+          std::vector<float> a((ta ? k : m) * aRow), b((tb ? n : k) * bRow),
+              bias(n), c(m * ldc), c0;
+          for (std::vector<float> *v : {&a, &b, &bias, &c})
+            for (float &x : *v)
+              x = value(rng);
+          c0 = c;
+          mp::rt::GemmOperand A = ta ? mp::rt::GemmOperand{a.data(), 1, aRow}
+                                     : mp::rt::GemmOperand{a.data(), aRow, 1};
+          mp::rt::GemmOperand B = tb ? mp::rt::GemmOperand{b.data(), 1, bRow}
+                                     : mp::rt::GemmOperand{b.data(), bRow, 1};
+          mp::rt::packedGemm(m, n, k, A, B, c.data(), ldc,
+                             useBias ? bias.data() : nullptr, accumulate);
+          ++calls;
+          // Sums of k products in f32 blocks, each block added to c, then
+          // the bias and c's own value: within k + 4 roundings.
+          double gamma = std::expm1((k + 4) * std::log1p(0x1p-24));
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              float got = c[i * ldc + j];
+              if (j >= n) {
+                if (std::memcmp(&got, &c0[i * ldc + j], sizeof got) != 0) {
+                  if (ok)
+                    std::printf("  m %lld n %lld k %lld form %d: c[%lld, "
+                                "%lld] past n was written\n",
+                                (long long)m, (long long)n, (long long)k, form,
+                                (long long)i, (long long)j);
+                  ok = false;
+                }
+                continue;
+              }
+              double ref = 0, mag = 0;
+              for (int64_t x = 0; x < k; ++x) {
+                double p = double(A.data[i * A.rowStep + x * A.colStep]) *
+                           B.data[x * B.rowStep + j * B.colStep];
+                ref += p;
+                mag += std::fabs(p);
+              }
+              double addBias = useBias ? double(bias[j]) : 0.0;
+              double addC = accumulate ? double(c0[i * ldc + j]) : 0.0;
+              mag += std::fabs(addBias) + std::fabs(addC);
+              ref += addBias + addC;
+              double err = std::fabs(got - ref), bound = gamma * mag;
+              if (!(err <= bound)) {
+                if (ok)
+                  std::printf("  m %lld n %lld k %lld form %d bias %d "
+                              "accumulate %d: c[%lld, %lld] = %.9g, want "
+                              "%.9g, bound %.3g\n",
+                              (long long)m, (long long)n, (long long)k, form,
+                              useBias, accumulate, (long long)i, (long long)j,
+                              got, ref, bound);
+                ok = false;
+              }
+              if (bound > 0)
+                worst = std::max(worst, err / bound);
+            }
+        }
+  char line[160];
+  std::snprintf(line, sizeof(line),
+                "packed GEMM: %d products within the error bound (worst "
+                "%.2f of it), nothing written past n",
+                calls, worst);
+  check(ok, line);
 }
 
 /// Whether `v` is exactly representable in the low type `t`.
@@ -2791,6 +2896,7 @@ int main(int argc, char **argv) {
   } else if (suite == "matmul") {
     testMatmul(rng);
     testFusedMatmul(rng);
+    testPackedGemm(rng);
   } else if (suite == "elementwise") {
     testElementwise(rng);
     testMasks(rng);

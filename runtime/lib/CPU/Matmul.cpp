@@ -4,12 +4,14 @@
 // multiplied directly on the CPU's bf16 dot-product instructions, f16
 // operands (and bf16 ones on CPUs without those instructions) are widened
 // once to f32 with vector conversions (exact, so the result equals a tensor
-// core's f16 x f16 -> f32 product up to summation order). f64, builds
-// without oneDNN, the reference kernels (MP_REFERENCE_KERNELS=1) and batch
-// broadcasts oneDNN does not take go through BLAS (OpenBLAS). f16/bf16
-// accumulation (never chosen by the AMP pass, but expressible) is a plain
-// loop that rounds every product and partial sum. Batch dimensions broadcast: each output matrix maps to one
-// lhs and one rhs matrix.
+// core's f16 x f16 -> f32 product up to summation order). Large f32
+// products on AVX2 CPUs go to the runtime's own packed GEMM (Gemm.h)
+// instead, which runs them faster than oneDNN 2.6's jit GEMM there. f64,
+// builds without oneDNN, the reference kernels (MP_REFERENCE_KERNELS=1)
+// and batch broadcasts oneDNN does not take go through BLAS (OpenBLAS).
+// f16/bf16 accumulation (never chosen by the AMP pass, but expressible) is
+// a plain loop that rounds every product and partial sum. Batch dimensions
+// broadcast: each output matrix maps to one lhs and one rhs matrix.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 
 #include "Dnnl.h"
 #include "Elements.h"
+#include "Gemm.h"
 #include "Math.h"
 #include "Parallel.h"
 #include "Tiles.h"
@@ -240,6 +243,28 @@ template <typename T> T activate(mpActivation a, T x) {
   }
 }
 
+/// The f32 product on packedGemm: one matrix, a batch of plain lhs
+/// matrices over one rhs as one taller matrix, or each matrix of a batch
+/// in turn. `l`, `r` and `o` are dense f32, `o` holding the residual when
+/// `accumulate`. The caller has asked packedGemmTakes about the product
+/// this runs (m rows, or m times `count` for the taller matrix).
+void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
+                  int64_t m, int64_t n, int64_t k, int64_t count,
+                  bool lhsShared, bool rhsShared, const float *bias,
+                  bool accumulate) {
+  if (!ta && rhsShared && !lhsShared) {
+    m *= count;
+    count = 1;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const float *lm = lhsShared ? l : l + i * m * k;
+    const float *rm = rhsShared ? r : r + i * k * n;
+    GemmOperand a = ta ? GemmOperand{lm, 1, m} : GemmOperand{lm, k, 1};
+    GemmOperand b = tb ? GemmOperand{rm, 1, k} : GemmOperand{rm, n, 1};
+    packedGemm(m, n, k, a, b, o + i * m * n, n, bias, accumulate);
+  }
+}
+
 /// f32 accumulation on oneDNN, when every operand has either one matrix or
 /// one per output batch (then in output order): f32 operands as they are,
 /// bf16 ones too where the CPU has bf16 dot products (dnnlTakesBf16), else
@@ -297,12 +322,16 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   // matrix (lookupMatmul), m rows for each.
   int64_t floatBytes = int64_t(sizeof(float)), lhsRows = 0, rhsRows = 0;
   int64_t rowsOfProduct = !ta && rc == 1 && lc > 1 ? m * b.count : m;
+  // The runtime's own GEMM where it takes the product: operands dense, the
+  // epilogue a bias and a residual (ReLU runs after either way).
+  bool packed = epilogue.activation == MP_ACTIVATION_NONE &&
+                packedGemmTakes(rowsOfProduct, n, k);
   l.data = const_cast<float *>(matmulOperand(
-      lhs, ta && dnnlWantsPaddedRows(m * floatBytes, n), lt, lhsRows));
-  r.data = const_cast<float *>(
-      matmulOperand(rhs, !tb && dnnlWantsPaddedRows(n * floatBytes,
-                                                    rowsOfProduct),
-                    rt, rhsRows));
+      lhs, !packed && ta && dnnlWantsPaddedRows(m * floatBytes, n), lt,
+      lhsRows));
+  r.data = const_cast<float *>(matmulOperand(
+      rhs, !packed && !tb && dnnlWantsPaddedRows(n * floatBytes, rowsOfProduct),
+      rt, rhsRows));
   if (out->elementType != MP_F32) {
     ot.resize(count);
     o.data = ot.data();
@@ -313,9 +342,15 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   } else {
     residualIntoOut();
   }
-  if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
-                  &epilogue, lhsRows, rhsRows))
+  if (packed) {
+    packedMatmul(static_cast<const float *>(l.data),
+                 static_cast<const float *>(r.data),
+                 static_cast<float *>(o.data), ta, tb, m, n, k, b.count,
+                 lc == 1, rc == 1, epilogue.bias, epilogue.sum);
+  } else if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
+                         &epilogue, lhsRows, rhsRows)) {
     return false;
+  }
   if (out->elementType != MP_F32)
     narrow(ot.data(), count, out);
   return finish();

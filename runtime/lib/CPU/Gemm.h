@@ -1,0 +1,43 @@
+//===- Gemm.h - the runtime's own f32 GEMM ----------------------*- C++ -*-===//
+//
+// Internal to the CPU backend. An f32 product packed and blocked the way
+// BLIS structures one: a register tile of accumulators (14 x 32 on
+// AVX-512, 6 x 16 on AVX2 with FMA), operands packed into panels per block
+// of 256 along k, the rows of the output split between threads
+// (Gemm.cpp). Matmul.cpp calls it for the f32 products oneDNN 2.6 runs
+// slowest (benchmarks/README.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MP_RUNTIME_CPU_GEMM_H
+#define MP_RUNTIME_CPU_GEMM_H
+
+#include <cstdint>
+
+namespace mp::rt {
+
+/// A matrix read in place: element (i, j) is data[i * rowStep + j *
+/// colStep]. A transposed operand is the same storage with the steps
+/// swapped.
+struct GemmOperand {
+  const float *data;
+  int64_t rowStep, colStep;
+};
+
+/// Whether packedGemm takes an m x n x k product on this CPU: AVX2 with FMA
+/// and no AVX-512 (as MP_CPU_ISA leaves them; AVX-512 too with
+/// MP_PACKED_GEMM=1, none with MP_PACKED_GEMM=0), the library kernels
+/// enabled, every dimension positive and the product large enough to pay
+/// for packing its operands.
+bool packedGemmTakes(int64_t m, int64_t n, int64_t k);
+
+/// c[i * ldc + j] = sum over x < k of a(i, x) b(x, j), for i < m and j < n,
+/// plus bias[j] where `bias` is given, plus what c holds where `accumulate`
+/// is set; f32 accumulation in blocks of up to 256 along k. Only for
+/// products packedGemmTakes took; c must not overlap a, b or bias.
+void packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
+                float *c, int64_t ldc, const float *bias, bool accumulate);
+
+} // namespace mp::rt
+
+#endif // MP_RUNTIME_CPU_GEMM_H
