@@ -2,10 +2,14 @@
 --checkpoint): for every tensor both hold, the largest difference relative
 to the tensor's largest magnitude. Exits 1 when one exceeds --rtol, or when
 the files do not hold the same tensors (amp.* state is skipped unless
---with-amp-state).
+--with-amp-state). With --atol A, differences up to A count as none (a
+tensor passes when its largest difference is at most R times its largest
+magnitude plus A): a parameter whose gradient is zero in exact arithmetic,
+such as an attention key's bias, holds only rounding noise (1e-16), whose
+relative differences under another summation order mean nothing.
 
 usage: compare-checkpoints.py <a.safetensors> <b.safetensors> --rtol R
-                              [--with-amp-state] [--exact]
+                              [--atol A] [--with-amp-state] [--exact]
 """
 
 import json
@@ -36,6 +40,7 @@ def main():
     a_path, b_path = sys.argv[1:3]
     args = sys.argv[3:]
     rtol = float(args[args.index("--rtol") + 1]) if "--rtol" in args else 0.0
+    atol = float(args[args.index("--atol") + 1]) if "--atol" in args else 0.0
     a, _ = read(a_path)
     b, _ = read(b_path)
     keep = lambda n: "--with-amp-state" in args or not n.startswith("amp.")
@@ -55,8 +60,9 @@ def main():
         if any(math.isnan(v) for v in x + y):
             print("FAIL: %s holds NaN" % name)
             return 1
-        if diff / scale > worst:
-            worst, worst_name = diff / scale, name
+        relative = max(diff - atol, 0.0) / scale
+        if relative > worst:
+            worst, worst_name = relative, name
     status = "OK" if worst <= rtol else "FAIL"
     print("%s: %d tensors, largest relative difference %.3g (%s), "
           "tolerance %.3g" % (status, len(names), worst, worst_name or "-",
