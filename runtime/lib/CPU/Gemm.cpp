@@ -69,8 +69,10 @@ void packScalar(const float *from, int64_t step, int64_t along, int64_t count,
 // GCC 12's AVX-512 shuffle intrinsics start from _mm512_undefined_ps(),
 // `__m512 __Y = __Y;`, which -Wmaybe-uninitialized reports at every
 // inlined use.
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 //===----------------------------------------------------------------------===//
 // AVX-512
@@ -434,7 +436,9 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
   run(0, 1, [] {});
 }
 
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #endif // MP_X86
 

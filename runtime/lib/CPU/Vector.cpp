@@ -99,8 +99,10 @@ void storeScalar(const float *in, int64_t n, bool bf16, uint16_t *out) {
 
 // GCC 12's intrinsic headers build "undefined" vectors as `__m512 __Y =
 // __Y;`, which -Wmaybe-uninitialized reports at every inlined use.
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 /// Stores the elements before `out` reaches an `alignment`-byte boundary
 /// (streaming stores need it) as the tails are stored, the same bits, and
@@ -247,7 +249,9 @@ storeBF16Avx2(const float *in, int64_t n, uint16_t *out, bool stream) {
   storeScalar(in + i, n - i, true, out + i);
 }
 
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #endif // MP_X86
 
