@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 using namespace mp::rt;
@@ -75,164 +76,80 @@ void packScalar(const float *from, int64_t step, int64_t along, int64_t count,
 #endif
 
 //===----------------------------------------------------------------------===//
-// AVX-512
+// The vector operations of each ISA
 //===----------------------------------------------------------------------===//
 
-/// Each ISA's `pack` packs lines [0, lines) of an operand, `step` apart
-/// and `depth` long (`along` apart along k), into panels `width` wide, one
-/// after another: panel p at to + p * width * depth holds
-/// to[x * width + l] = line p * width + l at step x, lines past `lines`
-/// zero. `packLinesAlongK` packs one panel of `count` lines.
-struct Avx512 {
-  static constexpr int64_t kRows = 14, kColumns = 32;
-  static void pack(const float *from, int64_t step, int64_t along,
-                   int64_t lines, int64_t width, int64_t depth, float *to);
-  static void packLinesAlongK(const float *from, int64_t step, int64_t along,
-                              int64_t count, int64_t width, int64_t depth,
-                              float *to);
-  static TileFn tileFor(int64_t rows);
-};
-
+/// A lane mask of the first n of 16 lanes.
 MP_TARGET_AVX512 inline __mmask16 lanes16(int64_t n) {
   return __mmask16(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
 }
 
-/// Transposes 16 rows of 16 floats in registers: r[i] lane j becomes r[j]
-/// lane i (unpacks within 128-bit lanes, then 128-bit lane shuffles).
-MP_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  // r[4 g + c], lane L: rows 4 g .. 4 g + 3 of column 4 L + c.
-  for (int g = 0; g < 4; ++g) {
-    __m512d u0 = _mm512_castps_pd(t[4 * g]);
-    __m512d u1 = _mm512_castps_pd(t[4 * g + 1]);
-    __m512d u2 = _mm512_castps_pd(t[4 * g + 2]);
-    __m512d u3 = _mm512_castps_pd(t[4 * g + 3]);
-    r[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(u0, u2));
-    r[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(u0, u2));
-    r[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(u1, u3));
-    r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(u1, u3));
-  }
-  for (int c = 0; c < 4; ++c) {
-    __m512 lo01 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
-    __m512 hi01 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
-    __m512 lo23 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-    __m512 hi23 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
-    t[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
-    t[8 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
-    t[4 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
-    t[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
-  }
-  for (int i = 0; i < 16; ++i)
-    r[i] = t[i];
+/// A vmaskmov mask of the first n of 8 lanes.
+MP_TARGET_AVX2 inline __m256i lanes8(int64_t n) {
+  int32_t count = int32_t(std::clamp<int64_t>(n, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-MP_TARGET_AVX512 void Avx512::pack(const float *from, int64_t step,
-                                   int64_t along, int64_t lines, int64_t width,
-                                   int64_t depth, float *to) {
-  if (step == 1) {
-    // Each step's lines are adjacent: read a step's run of lines once and
-    // copy each panel's share of it, zero-padded.
-    for (int64_t x = 0; x < depth; ++x)
-      for (int64_t p = 0; p * width < lines; ++p)
-        for (int64_t l0 = 0; l0 < width; l0 += 16)
-          _mm512_mask_storeu_ps(
-              to + (p * depth + x) * width + l0, lanes16(width - l0),
-              _mm512_maskz_loadu_ps(lanes16(lines - p * width - l0),
-                                    from + x * along + p * width + l0));
-    return;
+/// Each ISA's tile shape and vector operations; `pack`, `packLinesAlongK`
+/// and `tileFor` come from MP_GEMM_KERNELS below. `pack` packs lines
+/// [0, lines) of an operand, `step` apart and `depth` long (`along` apart
+/// along k), into panels `width` wide, one after another: panel p at
+/// to + p * width * depth holds to[x * width + l] = line p * width + l at
+/// step x, lines past `lines` zero. `packLinesAlongK` packs one panel of
+/// `count` lines.
+struct Avx512 {
+  using V = __m512;
+  static constexpr int64_t kLanes = 16, kRows = 14, kColumns = 32;
+  MP_TARGET_AVX512 static V zero() { return _mm512_setzero_ps(); }
+  MP_TARGET_AVX512 static V load(const float *p) { return _mm512_loadu_ps(p); }
+  /// p[0, n) and zeros (nothing past n is read).
+  MP_TARGET_AVX512 static V loadFirst(const float *p, int64_t n) {
+    return _mm512_maskz_loadu_ps(lanes16(n), p);
   }
-  for (int64_t p = 0; p * width < lines; ++p)
-    packLinesAlongK(from + p * width * step, step, along,
-                    std::min(width, lines - p * width), width, depth,
-                    to + p * width * depth);
-}
-
-MP_TARGET_AVX512 void Avx512::packLinesAlongK(const float *from, int64_t step,
-                                              int64_t along, int64_t count,
-                                              int64_t width, int64_t depth,
-                                              float *to) {
-  if (along != 1)
-    return packScalar(from, step, along, count, width, depth, to);
-  // Each line is contiguous along k: 16 lines by 16 steps at a time,
-  // transposed in registers.
-  for (int64_t l0 = 0; l0 < width; l0 += 16) {
-    __mmask16 store = lanes16(width - l0);
-    for (int64_t x0 = 0; x0 < depth; x0 += 16) {
-      int64_t length = std::min<int64_t>(16, depth - x0);
-      __mmask16 load = lanes16(length);
-      __m512 r[16];
-      for (int64_t l = 0; l < 16; ++l)
-        r[l] = l0 + l < count
-                   ? _mm512_maskz_loadu_ps(load, from + (l0 + l) * step + x0)
-                   : _mm512_setzero_ps();
-      transpose16(r);
-      for (int64_t x = 0; x < length; ++x)
-        _mm512_mask_storeu_ps(to + (x0 + x) * width + l0, store, r[x]);
+  /// Stores lanes [0, n) of v.
+  MP_TARGET_AVX512 static void storeFirst(float *p, V v, int64_t n) {
+    _mm512_mask_storeu_ps(p, lanes16(n), v);
+  }
+  MP_TARGET_AVX512 static V broadcast(const float *p) {
+    return _mm512_set1_ps(*p);
+  }
+  MP_TARGET_AVX512 static V fma(V a, V b, V c) {
+    return _mm512_fmadd_ps(a, b, c);
+  }
+  MP_TARGET_AVX512 static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  /// r[i] lane j becomes r[j] lane i: unpacks within 128-bit lanes, then
+  /// 128-bit lane shuffles.
+  MP_TARGET_AVX512 static void transpose(V r[16]) {
+    V t[16];
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
-  }
-}
-
-template <int R>
-MP_TARGET_AVX512 void tile512(int64_t depth, const float *ap, const float *bp,
-                              float *c, int64_t ldc, const float *bias,
-                              bool load, int64_t columns) {
-  __m512 acc[R][2];
-#pragma GCC unroll 14
-  for (int i = 0; i < R; ++i)
-    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-#pragma GCC unroll 4
-  for (int64_t x = 0; x < depth; ++x) {
-    __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
-#pragma GCC unroll 14
-    for (int i = 0; i < R; ++i) {
-      __m512 a = _mm512_set1_ps(ap[i]);
-      acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+    // r[4 g + c], lane L: rows 4 g .. 4 g + 3 of column 4 L + c.
+    for (int g = 0; g < 4; ++g) {
+      __m512d u0 = _mm512_castps_pd(t[4 * g]);
+      __m512d u1 = _mm512_castps_pd(t[4 * g + 1]);
+      __m512d u2 = _mm512_castps_pd(t[4 * g + 2]);
+      __m512d u3 = _mm512_castps_pd(t[4 * g + 3]);
+      r[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(u0, u2));
+      r[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(u0, u2));
+      r[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(u1, u3));
+      r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(u1, u3));
     }
-    ap += Avx512::kRows;
-    bp += Avx512::kColumns;
-  }
-  __mmask16 low = lanes16(columns), high = lanes16(columns - 16);
-  __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
-  if (bias) {
-    bias0 = _mm512_maskz_loadu_ps(low, bias);
-    bias1 = _mm512_maskz_loadu_ps(high, bias + 16);
-  }
-#pragma GCC unroll 14
-  for (int i = 0; i < R; ++i) {
-    float *row = c + i * ldc;
-    __m512 v0 = acc[i][0], v1 = acc[i][1];
-    if (bias) {
-      v0 = _mm512_add_ps(v0, bias0);
-      v1 = _mm512_add_ps(v1, bias1);
+    for (int c = 0; c < 4; ++c) {
+      V lo01 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+      V hi01 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+      V lo23 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+      V hi23 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+      t[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+      t[8 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
+      t[4 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+      t[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
     }
-    if (load) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(low, row));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(high, row + 16));
-    }
-    _mm512_mask_storeu_ps(row, low, v0);
-    _mm512_mask_storeu_ps(row + 16, high, v1);
+    for (int i = 0; i < 16; ++i)
+      r[i] = t[i];
   }
-}
-
-TileFn Avx512::tileFor(int64_t rows) {
-  static const TileFn tiles[kRows] = {
-      tile512<1>,  tile512<2>,  tile512<3>,  tile512<4>, tile512<5>,
-      tile512<6>,  tile512<7>,  tile512<8>,  tile512<9>, tile512<10>,
-      tile512<11>, tile512<12>, tile512<13>, tile512<14>};
-  return tiles[rows - 1];
-}
-
-//===----------------------------------------------------------------------===//
-// AVX2 with FMA
-//===----------------------------------------------------------------------===//
-
-struct Avx2 {
-  static constexpr int64_t kRows = 6, kColumns = 16;
   static void pack(const float *from, int64_t step, int64_t along,
                    int64_t lines, int64_t width, int64_t depth, float *to);
   static void packLinesAlongK(const float *from, int64_t step, int64_t along,
@@ -241,124 +158,157 @@ struct Avx2 {
   static TileFn tileFor(int64_t rows);
 };
 
-/// A vmaskmov mask of the first n of 8 lanes.
-MP_TARGET_AVX2 inline __m256i lanes8(int64_t n) {
-  return _mm256_cmpgt_epi32(
-      _mm256_set1_epi32(int32_t(std::clamp<int64_t>(n, 0, 8))),
-      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/// Transposes 8 rows of 8 floats in registers.
-MP_TARGET_AVX2 inline void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+/// AVX2 with FMA (MP_TARGET_AVX2).
+struct Avx2 {
+  using V = __m256;
+  static constexpr int64_t kLanes = 8, kRows = 6, kColumns = 16;
+  MP_TARGET_AVX2 static V zero() { return _mm256_setzero_ps(); }
+  MP_TARGET_AVX2 static V load(const float *p) { return _mm256_loadu_ps(p); }
+  MP_TARGET_AVX2 static V loadFirst(const float *p, int64_t n) {
+    return _mm256_maskload_ps(p, lanes8(n));
   }
-  // u[4 h + c], 128-bit lane L: rows 4 h .. 4 h + 3 of column 4 L + c.
-  for (int h = 0; h < 2; ++h) {
-    __m256 *s = t + 4 * h;
-    u[4 * h] = _mm256_shuffle_ps(s[0], s[2], 0x44);
-    u[4 * h + 1] = _mm256_shuffle_ps(s[0], s[2], 0xee);
-    u[4 * h + 2] = _mm256_shuffle_ps(s[1], s[3], 0x44);
-    u[4 * h + 3] = _mm256_shuffle_ps(s[1], s[3], 0xee);
+  MP_TARGET_AVX2 static void storeFirst(float *p, V v, int64_t n) {
+    _mm256_maskstore_ps(p, lanes8(n), v);
   }
-  for (int c = 0; c < 4; ++c) {
-    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
-    r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  MP_TARGET_AVX2 static V broadcast(const float *p) {
+    return _mm256_broadcast_ss(p);
   }
-}
-
-MP_TARGET_AVX2 void Avx2::pack(const float *from, int64_t step,
-                                   int64_t along, int64_t lines, int64_t width,
-                                   int64_t depth, float *to) {
-  if (step == 1) {
-    for (int64_t x = 0; x < depth; ++x)
-      for (int64_t p = 0; p * width < lines; ++p)
-        for (int64_t l0 = 0; l0 < width; l0 += 8)
-          _mm256_maskstore_ps(
-              to + (p * depth + x) * width + l0, lanes8(width - l0),
-              _mm256_maskload_ps(from + x * along + p * width + l0,
-                                 lanes8(lines - p * width - l0)));
-    return;
+  MP_TARGET_AVX2 static V fma(V a, V b, V c) {
+    return _mm256_fmadd_ps(a, b, c);
   }
-  for (int64_t p = 0; p * width < lines; ++p)
-    packLinesAlongK(from + p * width * step, step, along,
-                    std::min(width, lines - p * width), width, depth,
-                    to + p * width * depth);
-}
-
-MP_TARGET_AVX2 void Avx2::packLinesAlongK(const float *from, int64_t step,
-                                              int64_t along, int64_t count,
-                                              int64_t width, int64_t depth,
-                                              float *to) {
-  if (along != 1)
-    return packScalar(from, step, along, count, width, depth, to);
-  for (int64_t l0 = 0; l0 < width; l0 += 8) {
-    __m256i store = lanes8(width - l0);
-    for (int64_t x0 = 0; x0 < depth; x0 += 8) {
-      int64_t length = std::min<int64_t>(8, depth - x0);
-      __m256i load = lanes8(length);
-      __m256 r[8];
-      for (int64_t l = 0; l < 8; ++l)
-        r[l] = l0 + l < count
-                   ? _mm256_maskload_ps(from + (l0 + l) * step + x0, load)
-                   : _mm256_setzero_ps();
-      transpose8(r);
-      for (int64_t x = 0; x < length; ++x)
-        _mm256_maskstore_ps(to + (x0 + x) * width + l0, store, r[x]);
+  MP_TARGET_AVX2 static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  MP_TARGET_AVX2 static void transpose(V r[8]) {
+    V t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4 h + c], 128-bit lane L: rows 4 h .. 4 h + 3 of column 4 L + c.
+    for (int h = 0; h < 2; ++h) {
+      V *s = t + 4 * h;
+      u[4 * h] = _mm256_shuffle_ps(s[0], s[2], 0x44);
+      u[4 * h + 1] = _mm256_shuffle_ps(s[0], s[2], 0xee);
+      u[4 * h + 2] = _mm256_shuffle_ps(s[1], s[3], 0x44);
+      u[4 * h + 3] = _mm256_shuffle_ps(s[1], s[3], 0xee);
+    }
+    for (int c = 0; c < 4; ++c) {
+      r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+      r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
     }
   }
+  static void pack(const float *from, int64_t step, int64_t along,
+                   int64_t lines, int64_t width, int64_t depth, float *to);
+  static void packLinesAlongK(const float *from, int64_t step, int64_t along,
+                              int64_t count, int64_t width, int64_t depth,
+                              float *to);
+  static TileFn tileFor(int64_t rows);
+};
+
+//===----------------------------------------------------------------------===//
+// Packing and tiles, once per ISA
+//===----------------------------------------------------------------------===//
+
+// The tile is two vectors wide: kColumns = 2 kLanes.
+#define MP_GEMM_KERNELS(ISA, TARGET)                                           \
+  TARGET void ISA::pack(const float *from, int64_t step, int64_t along,        \
+                        int64_t lines, int64_t width, int64_t depth,           \
+                        float *to) {                                           \
+    if (step != 1) {                                                           \
+      for (int64_t p = 0; p * width < lines; ++p)                              \
+        packLinesAlongK(from + p * width * step, step, along,                  \
+                        std::min(width, lines - p * width), width, depth,      \
+                        to + p * width * depth);                               \
+      return;                                                                  \
+    }                                                                          \
+    /* Each step's lines are adjacent: read a step's run of lines once and     \
+       copy each panel's share of it, zero-padded. */                          \
+    for (int64_t x = 0; x < depth; ++x)                                        \
+      for (int64_t p = 0; p * width < lines; ++p)                              \
+        for (int64_t l0 = 0; l0 < width; l0 += kLanes)                         \
+          storeFirst(to + (p * depth + x) * width + l0,                        \
+                     loadFirst(from + x * along + p * width + l0,              \
+                               lines - p * width - l0),                        \
+                     width - l0);                                              \
+  }                                                                            \
+                                                                               \
+  TARGET void ISA::packLinesAlongK(const float *from, int64_t step,            \
+                                   int64_t along, int64_t count,               \
+                                   int64_t width, int64_t depth, float *to) {  \
+    if (along != 1)                                                            \
+      return packScalar(from, step, along, count, width, depth, to);           \
+    /* Each line is contiguous along k: kLanes lines by kLanes steps at a      \
+       time, transposed in registers. */                                       \
+    for (int64_t l0 = 0; l0 < width; l0 += kLanes)                             \
+      for (int64_t x0 = 0; x0 < depth; x0 += kLanes) {                         \
+        int64_t length = std::min(kLanes, depth - x0);                         \
+        V r[kLanes];                                                           \
+        for (int64_t l = 0; l < kLanes; ++l)                                   \
+          r[l] = l0 + l < count                                                \
+                     ? loadFirst(from + (l0 + l) * step + x0, length)          \
+                     : zero();                                                 \
+        transpose(r);                                                          \
+        for (int64_t x = 0; x < length; ++x)                                   \
+          storeFirst(to + (x0 + x) * width + l0, r[x], width - l0);            \
+      }                                                                        \
+  }                                                                            \
+                                                                               \
+  template <int R>                                                             \
+  TARGET void tile##ISA(int64_t depth, const float *ap, const float *bp,       \
+                        float *c, int64_t ldc, const float *bias, bool load,   \
+                        int64_t columns) {                                     \
+    using V = ISA::V;                                                          \
+    constexpr int64_t kLanes = ISA::kLanes;                                    \
+    V acc[R][2];                                                               \
+    _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) acc[i][0] =           \
+        acc[i][1] = ISA::zero();                                               \
+    _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {              \
+      V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                       \
+      _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                   \
+        V a = ISA::broadcast(ap + i);                                          \
+        acc[i][0] = ISA::fma(a, b0, acc[i][0]);                                \
+        acc[i][1] = ISA::fma(a, b1, acc[i][1]);                                \
+      }                                                                        \
+      ap += ISA::kRows;                                                        \
+      bp += ISA::kColumns;                                                     \
+    }                                                                          \
+    int64_t high = columns - kLanes;                                           \
+    V bias0 = ISA::zero(), bias1 = ISA::zero();                                \
+    if (bias) {                                                                \
+      bias0 = ISA::loadFirst(bias, columns);                                   \
+      bias1 = ISA::loadFirst(bias + kLanes, high);                             \
+    }                                                                          \
+    _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                     \
+      float *row = c + i * ldc;                                                \
+      V v0 = acc[i][0], v1 = acc[i][1];                                        \
+      if (bias) {                                                              \
+        v0 = ISA::add(v0, bias0);                                              \
+        v1 = ISA::add(v1, bias1);                                              \
+      }                                                                        \
+      if (load) {                                                              \
+        v0 = ISA::add(v0, ISA::loadFirst(row, columns));                       \
+        v1 = ISA::add(v1, ISA::loadFirst(row + kLanes, high));                 \
+      }                                                                        \
+      ISA::storeFirst(row, v0, columns);                                       \
+      ISA::storeFirst(row + kLanes, v1, high);                                 \
+    }                                                                          \
+  }                                                                            \
+                                                                               \
+  TileFn ISA::tileFor(int64_t rows) {                                          \
+    return tileTable<ISA>(                                                     \
+        [](auto r) -> TileFn { return tile##ISA<decltype(r)::value + 1>; },    \
+        std::make_index_sequence<ISA::kRows>())[rows - 1];                     \
+  }
+
+/// The tiles of 1 .. kRows rows, tileOf(integral_constant<R - 1>) for R.
+template <typename Isa, typename TileOf, size_t... R>
+const TileFn *tileTable(TileOf tileOf, std::index_sequence<R...>) {
+  static const TileFn tiles[] = {
+      tileOf(std::integral_constant<size_t, R>())...};
+  return tiles;
 }
 
-template <int R>
-MP_TARGET_AVX2 void tile256(int64_t depth, const float *ap, const float *bp,
-                                float *c, int64_t ldc, const float *bias,
-                                bool load, int64_t columns) {
-  __m256 acc[R][2];
-#pragma GCC unroll 6
-  for (int i = 0; i < R; ++i)
-    acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-#pragma GCC unroll 4
-  for (int64_t x = 0; x < depth; ++x) {
-    __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
-#pragma GCC unroll 6
-    for (int i = 0; i < R; ++i) {
-      __m256 a = _mm256_broadcast_ss(ap + i);
-      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
-    }
-    ap += Avx2::kRows;
-    bp += Avx2::kColumns;
-  }
-  __m256i low = lanes8(columns), high = lanes8(columns - 8);
-  __m256 bias0 = _mm256_setzero_ps(), bias1 = _mm256_setzero_ps();
-  if (bias) {
-    bias0 = _mm256_maskload_ps(bias, low);
-    bias1 = _mm256_maskload_ps(bias + 8, high);
-  }
-#pragma GCC unroll 6
-  for (int i = 0; i < R; ++i) {
-    float *row = c + i * ldc;
-    __m256 v0 = acc[i][0], v1 = acc[i][1];
-    if (bias) {
-      v0 = _mm256_add_ps(v0, bias0);
-      v1 = _mm256_add_ps(v1, bias1);
-    }
-    if (load) {
-      v0 = _mm256_add_ps(v0, _mm256_maskload_ps(row, low));
-      v1 = _mm256_add_ps(v1, _mm256_maskload_ps(row + 8, high));
-    }
-    _mm256_maskstore_ps(row, low, v0);
-    _mm256_maskstore_ps(row + 8, high, v1);
-  }
-}
-
-TileFn Avx2::tileFor(int64_t rows) {
-  static const TileFn tiles[kRows] = {tile256<1>, tile256<2>, tile256<3>,
-                                      tile256<4>, tile256<5>, tile256<6>};
-  return tiles[rows - 1];
-}
+MP_GEMM_KERNELS(Avx512, MP_TARGET_AVX512)
+MP_GEMM_KERNELS(Avx2, MP_TARGET_AVX2)
 
 //===----------------------------------------------------------------------===//
 // The loop nest
