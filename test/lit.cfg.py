@@ -111,6 +111,10 @@ except (OSError, subprocess.SubprocessError):
     device_info = ""
 if "--amp=auto on the CPU: bf16" in device_info:
     config.available_features.add("cpu-bf16")
+# cpu-avx2: the CPU kernels have AVX2 with FMA (or more), so the runtime's
+# packed GEMM has a kernel here.
+if "AVX2: yes" in device_info:
+    config.available_features.add("cpu-avx2")
 # dnnl: the CPU runtime runs convolutions and GEMMs on oneDNN.
 if config.mp_has_dnnl:
     config.available_features.add("dnnl")

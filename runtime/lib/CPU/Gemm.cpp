@@ -103,13 +103,19 @@ struct Avx512 {
   static constexpr int64_t kLanes = 16, kRows = 14, kColumns = 32;
   MP_TARGET_AVX512 static V zero() { return _mm512_setzero_ps(); }
   MP_TARGET_AVX512 static V load(const float *p) { return _mm512_loadu_ps(p); }
-  /// p[0, n) and zeros (nothing past n is read).
+  /// p[0, n) and zeros: nothing past n is read, nothing at all for n <= 0
+  /// (a masked access whose address lies past a buffer is not made).
   MP_TARGET_AVX512 static V loadFirst(const float *p, int64_t n) {
-    return _mm512_maskz_loadu_ps(lanes16(n), p);
+    if (n >= kLanes)
+      return _mm512_loadu_ps(p);
+    return n > 0 ? _mm512_maskz_loadu_ps(lanes16(n), p) : zero();
   }
-  /// Stores lanes [0, n) of v.
+  /// Stores lanes [0, n) of v, likewise.
   MP_TARGET_AVX512 static void storeFirst(float *p, V v, int64_t n) {
-    _mm512_mask_storeu_ps(p, lanes16(n), v);
+    if (n >= kLanes)
+      _mm512_storeu_ps(p, v);
+    else if (n > 0)
+      _mm512_mask_storeu_ps(p, lanes16(n), v);
   }
   MP_TARGET_AVX512 static V broadcast(const float *p) {
     return _mm512_set1_ps(*p);
@@ -164,11 +170,17 @@ struct Avx2 {
   static constexpr int64_t kLanes = 8, kRows = 6, kColumns = 16;
   MP_TARGET_AVX2 static V zero() { return _mm256_setzero_ps(); }
   MP_TARGET_AVX2 static V load(const float *p) { return _mm256_loadu_ps(p); }
+  // vmaskmov only for partial vectors: it is microcoded on some AMD cores.
   MP_TARGET_AVX2 static V loadFirst(const float *p, int64_t n) {
-    return _mm256_maskload_ps(p, lanes8(n));
+    if (n >= kLanes)
+      return _mm256_loadu_ps(p);
+    return n > 0 ? _mm256_maskload_ps(p, lanes8(n)) : zero();
   }
   MP_TARGET_AVX2 static void storeFirst(float *p, V v, int64_t n) {
-    _mm256_maskstore_ps(p, lanes8(n), v);
+    if (n >= kLanes)
+      _mm256_storeu_ps(p, v);
+    else if (n > 0)
+      _mm256_maskstore_ps(p, lanes8(n), v);
   }
   MP_TARGET_AVX2 static V broadcast(const float *p) {
     return _mm256_broadcast_ss(p);
@@ -369,7 +381,9 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
               !first || accumulate, std::min(kColumns, n - j0));
         }
       }
-      // The next block repacks b, which the other threads may still read.
+      // The next block repacks b, which the other threads may still read,
+      // and, when it is shorter, starts each thread's panels of a at other
+      // offsets, overlapping what a neighbour still reads.
       barrier();
     }
   };
@@ -408,8 +422,12 @@ bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k) {
     bool asked = env && !std::strcmp(env, "1");
     return (cpu.avx512 && asked) || (cpu.avx2 && !cpu.avx512);
   }();
+  // Rows are what the threads share out: a product with fewer panels of
+  // rows than threads would leave some idle, which oneDNN does not.
+  int64_t rows = cpuFeatures().avx512 ? Avx512::kRows : Avx2::kRows;
   return enabled && libraryKernelsEnabled() && m > 0 && n > 0 && k > 0 &&
-         m * n * k >= kMinimumProduct;
+         m * n * k >= kMinimumProduct &&
+         (m + rows - 1) / rows >= kernelThreads();
 #else
   (void)m, (void)n, (void)k;
   return false;
@@ -420,6 +438,8 @@ void mp::rt::packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a,
                         GemmOperand b, float *c, int64_t ldc, const float *bias,
                         bool accumulate) {
 #ifdef MP_X86
+  if (m <= 0 || n <= 0 || k <= 0)
+    return; // outside packedGemmTakes's products: nothing to sum
   if (cpuFeatures().avx512)
     gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate);
   else
