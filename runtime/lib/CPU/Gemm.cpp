@@ -33,6 +33,7 @@
 #include "Vector.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -54,16 +55,6 @@ constexpr int64_t kMinimumProduct = int64_t(1) << 21;
 using TileFn = void (*)(int64_t depth, const float *ap, const float *bp,
                         float *c, int64_t ldc, const float *bias, bool load,
                         int64_t columns);
-
-/// Packs lines [0, count) of an operand, each `depth` long, as a panel
-/// `width` wide: to[x * width + l] = from[l * step + x * along], lines past
-/// `count` zero. Any steps; the ISAs below take the common ones faster.
-void packScalar(const float *from, int64_t step, int64_t along, int64_t count,
-                int64_t width, int64_t depth, float *to) {
-  for (int64_t x = 0; x < depth; ++x)
-    for (int64_t l = 0; l < width; ++l)
-      to[x * width + l] = l < count ? from[l * step + x * along] : 0.0f;
-}
 
 #ifdef MP_X86
 
@@ -97,7 +88,7 @@ MP_TARGET_AVX2 inline __m256i lanes8(int64_t n) {
 /// along k), into panels `width` wide, one after another: panel p at
 /// to + p * width * depth holds to[x * width + l] = line p * width + l at
 /// step x, lines past `lines` zero. `packLinesAlongK` packs one panel of
-/// `count` lines.
+/// `count` lines, `step` apart, that are contiguous along k.
 struct Avx512 {
   using V = __m512;
   static constexpr int64_t kLanes = 16, kRows = 14, kColumns = 32;
@@ -158,9 +149,8 @@ struct Avx512 {
   }
   static void pack(const float *from, int64_t step, int64_t along,
                    int64_t lines, int64_t width, int64_t depth, float *to);
-  static void packLinesAlongK(const float *from, int64_t step, int64_t along,
-                              int64_t count, int64_t width, int64_t depth,
-                              float *to);
+  static void packLinesAlongK(const float *from, int64_t step, int64_t count,
+                              int64_t width, int64_t depth, float *to);
   static TileFn tileFor(int64_t rows);
 };
 
@@ -210,9 +200,8 @@ struct Avx2 {
   }
   static void pack(const float *from, int64_t step, int64_t along,
                    int64_t lines, int64_t width, int64_t depth, float *to);
-  static void packLinesAlongK(const float *from, int64_t step, int64_t along,
-                              int64_t count, int64_t width, int64_t depth,
-                              float *to);
+  static void packLinesAlongK(const float *from, int64_t step, int64_t count,
+                              int64_t width, int64_t depth, float *to);
   static TileFn tileFor(int64_t rows);
 };
 
@@ -227,7 +216,7 @@ struct Avx2 {
                         float *to) {                                           \
     if (step != 1) {                                                           \
       for (int64_t p = 0; p * width < lines; ++p)                              \
-        packLinesAlongK(from + p * width * step, step, along,                  \
+        packLinesAlongK(from + p * width * step, step,                         \
                         std::min(width, lines - p * width), width, depth,      \
                         to + p * width * depth);                               \
       return;                                                                  \
@@ -244,12 +233,10 @@ struct Avx2 {
   }                                                                            \
                                                                                \
   TARGET void ISA::packLinesAlongK(const float *from, int64_t step,            \
-                                   int64_t along, int64_t count,               \
-                                   int64_t width, int64_t depth, float *to) {  \
-    if (along != 1)                                                            \
-      return packScalar(from, step, along, count, width, depth, to);           \
-    /* Each line is contiguous along k: kLanes lines by kLanes steps at a      \
-       time, transposed in registers. */                                       \
+                                   int64_t count, int64_t width,               \
+                                   int64_t depth, float *to) {                 \
+    /* Each line is contiguous along k: kLanes lines by kLanes                 \
+       steps at a time, transposed in registers. */                            \
     for (int64_t l0 = 0; l0 < width; l0 += kLanes)                             \
       for (int64_t x0 = 0; x0 < depth; x0 += kLanes) {                         \
         int64_t length = std::min(kLanes, depth - x0);                         \
@@ -440,6 +427,8 @@ void mp::rt::packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a,
 #ifdef MP_X86
   if (m <= 0 || n <= 0 || k <= 0)
     return; // outside packedGemmTakes's products: nothing to sum
+  assert((a.rowStep == 1 || a.colStep == 1) &&
+         (b.rowStep == 1 || b.colStep == 1) && "an operand with no unit step");
   if (cpuFeatures().avx512)
     gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate);
   else

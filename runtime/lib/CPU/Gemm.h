@@ -17,8 +17,9 @@
 namespace mp::rt {
 
 /// A matrix read in place: element (i, j) is data[i * rowStep + j *
-/// colStep]. A transposed operand is the same storage with the steps
-/// swapped.
+/// colStep], one of the two steps 1 (a matrix with its rows, or its
+/// columns, contiguous: a dense one or its transpose, rows possibly
+/// padded).
 struct GemmOperand {
   const float *data;
   int64_t rowStep, colStep;

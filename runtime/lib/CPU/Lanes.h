@@ -17,8 +17,6 @@
 #include <cstdint>
 #include <cstring>
 
-#define MP_INLINE __attribute__((always_inline)) inline
-
 // Vectors are arguments and results of functions that are always inlined,
 // so GCC's note that their ABI differs between instruction sets does not
 // apply.

@@ -42,24 +42,25 @@
 #ifndef MP_RUNTIME_CPU_MATH_H
 #define MP_RUNTIME_CPU_MATH_H
 
+#include "Vector.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 namespace mp::rt {
 
-/// Inlined wherever they are called, so that a fast path's loop, compiled
-/// for its instruction set, holds the whole evaluation and vectorises it
-/// (left to itself, GCC kept expSumF out of line once it held fmaf calls).
-#define MP_MATH_INLINE __attribute__((always_inline)) inline
+// Every function here is MP_INLINE, so that a fast path's loop, compiled
+// for its instruction set, holds the whole evaluation and vectorises it
+// (left to itself, GCC kept expSumF out of line once it held fmaf calls).
 
-MP_MATH_INLINE uint32_t bitsOf(float x) {
+MP_INLINE uint32_t bitsOf(float x) {
   uint32_t u;
   std::memcpy(&u, &x, sizeof u);
   return u;
 }
 
-MP_MATH_INLINE float floatOf(uint32_t u) {
+MP_INLINE float floatOf(uint32_t u) {
   float x;
   std::memcpy(&x, &u, sizeof x);
   return x;
@@ -69,28 +70,28 @@ MP_MATH_INLINE float floatOf(uint32_t u) {
 /// left for the compiler to move their arithmetic into (with trapping math
 /// it may not speculate a division out of a branch, and the loop would not
 /// vectorise).
-MP_MATH_INLINE float selectF(bool c, float a, float b) {
+MP_INLINE float selectF(bool c, float a, float b) {
   uint32_t mask = 0u - uint32_t(c);
   return floatOf((bitsOf(a) & mask) | (bitsOf(b) & ~mask));
 }
 
 /// c ? a : b for the double reference paths, which need not vectorise.
-MP_MATH_INLINE double selectF(bool c, double a, double b) { return c ? a : b; }
+MP_INLINE double selectF(bool c, double a, double b) { return c ? a : b; }
 
 /// a b + c rounded once. The fast paths' element loops are compiled for
 /// AVX2 with FMA or for AVX-512, where this is one instruction that
 /// vectorises; the baseline and the reference loops call libm's fmaf,
 /// which rounds the same way (glibc runs the instruction where the CPU has
 /// it), so every variant gives the same bits.
-MP_MATH_INLINE float fmaF(float a, float b, float c) {
+MP_INLINE float fmaF(float a, float b, float c) {
   return std::fma(a, b, c);
 }
 
 /// |x| with the sign bit cleared (NaN stays NaN).
-MP_MATH_INLINE float absF(float x) { return floatOf(bitsOf(x) & 0x7fffffffu); }
+MP_INLINE float absF(float x) { return floatOf(bitsOf(x) & 0x7fffffffu); }
 
 /// x with the sign of s.
-MP_MATH_INLINE float withSignOf(float x, float s) {
+MP_INLINE float withSignOf(float x, float s) {
   return floatOf((bitsOf(x) & 0x7fffffffu) | (bitsOf(s) & 0x80000000u));
 }
 
@@ -100,7 +101,7 @@ MP_MATH_INLINE float withSignOf(float x, float s) {
 /// small beside a, as for the normal CDF's |c| < 2^-11 |a|: k is then a's
 /// own nearest multiple of ln 2 (8 bits, times ln 2's 9-bit high part),
 /// the classic Cody-Waite reduction; with c = 0 this is expF.
-MP_MATH_INLINE float expSumF(float a, float c) {
+MP_INLINE float expSumF(float a, float c) {
   // Past 88.8, e^x is infinite; below -104 it rounds to zero, which is
   // selected at the end while the lane computes e^0: computing it would
   // make a subnormal product, and each such multiply costs a microcode
@@ -137,12 +138,12 @@ MP_MATH_INLINE float expSumF(float a, float c) {
 }
 
 /// e^x.
-MP_MATH_INLINE float expF(float x) { return expSumF(x, 0.0f); }
+MP_INLINE float expF(float x) { return expSumF(x, 0.0f); }
 
 /// erf(z) / z for |z| <= 1: its Maclaurin series, 2/sqrt(pi) times
 /// (-1)^n z^2n / (n! (2n + 1)) for n up to 11 (the next term is below
 /// 1e-10 at |z| = 1).
-MP_MATH_INLINE float erfSmallOverZ(float z) {
+MP_INLINE float erfSmallOverZ(float z) {
   float s = z * z;
   float p = -1.22905552e-09f;
   p = fmaF(p, s, 1.48071928e-08f);
@@ -162,7 +163,7 @@ MP_MATH_INLINE float erfSmallOverZ(float z) {
 /// erfc(z) for z >= 1/2, given z^2 as hi + lo with hi the exact square of
 /// z's first 12 bits: exp(-z^2) is exp(-hi) exp(-lo), without the error
 /// that rounding z^2 would give it (z^2 ulps of e^-z^2).
-MP_MATH_INLINE float erfcLarge(float z, float hi, float lo) {
+MP_INLINE float erfcLarge(float z, float hi, float lo) {
   float t = 1.0f / (1.0f + 0.5f * z);
   float q = 0.17087277f;
   q = fmaF(q, t, -0.82215223f);
@@ -178,12 +179,12 @@ MP_MATH_INLINE float erfcLarge(float z, float hi, float lo) {
 }
 
 /// x's first 12 bits: their square is exact.
-MP_MATH_INLINE float high12(float x) {
+MP_INLINE float high12(float x) {
   return floatOf(bitsOf(x) & 0xfffff000u);
 }
 
 /// erf(z).
-MP_MATH_INLINE float erfF(float z) {
+MP_INLINE float erfF(float z) {
   float a = absF(z);
   float small = z * erfSmallOverZ(selectF(a > 1.0f, 1.0f, a));
   // erfc is 0 in f32 past 10.06; clamping keeps infinities out of it.
@@ -199,7 +200,7 @@ MP_MATH_INLINE float erfF(float z) {
 /// error (3.4e-8 with these f32 coefficients; its terms never cancel by
 /// more than a factor of 2.2). It runs from 1 at z = 0 to 1 / (2 sqrt pi)
 /// as z grows.
-MP_MATH_INLINE float erfcxOverT(float t) {
+MP_INLINE float erfcxOverT(float t) {
   float p = 3.911756352e-02f;
   p = fmaF(p, t, -2.106787413e-01f);
   p = fmaF(p, t, 4.318269193e-01f);
@@ -222,7 +223,7 @@ MP_MATH_INLINE float erfcxOverT(float t) {
 /// split into the exact square of x's first 12 bits and a small remainder
 /// (rounding x^2 would cost x^2 ulps).
 template <typename T> struct CdfPdf { T cdf, pdf; };
-MP_MATH_INLINE CdfPdf<float> normalCdfPdfF(float x) {
+MP_INLINE CdfPdf<float> normalCdfPdfF(float x) {
   float ax = absF(x);
   // Past 17 the tail is below f32's smallest subnormal; the clamp keeps
   // infinities out (NaN passes through).
@@ -236,10 +237,10 @@ MP_MATH_INLINE CdfPdf<float> normalCdfPdfF(float x) {
 }
 
 /// The standard normal CDF.
-MP_MATH_INLINE float normalCdfF(float x) { return normalCdfPdfF(x).cdf; }
+MP_INLINE float normalCdfF(float x) { return normalCdfPdfF(x).cdf; }
 
 /// tanh(x).
-MP_MATH_INLINE float tanhF(float x) {
+MP_INLINE float tanhF(float x) {
   float a = absF(x);
   // tanh x / x, its Maclaurin series to x^20 (the next term is below 1e-11
   // at |x| = 1/2).
@@ -267,20 +268,20 @@ void expShifted(const float *x, float shift, float *e, int64_t n);
 
 /// The kernels' functions by compute type: these for float, libm's for
 /// double.
-MP_MATH_INLINE float mathExp(float x) { return expF(x); }
-MP_MATH_INLINE double mathExp(double x) { return std::exp(x); }
-MP_MATH_INLINE float mathTanh(float x) { return tanhF(x); }
-MP_MATH_INLINE double mathTanh(double x) { return std::tanh(x); }
-MP_MATH_INLINE float mathErf(float x) { return erfF(x); }
-MP_MATH_INLINE double mathErf(double x) { return std::erf(x); }
-MP_MATH_INLINE float mathNormalCdf(float x) { return normalCdfF(x); }
-MP_MATH_INLINE double mathNormalCdf(double x) {
+MP_INLINE float mathExp(float x) { return expF(x); }
+MP_INLINE double mathExp(double x) { return std::exp(x); }
+MP_INLINE float mathTanh(float x) { return tanhF(x); }
+MP_INLINE double mathTanh(double x) { return std::tanh(x); }
+MP_INLINE float mathErf(float x) { return erfF(x); }
+MP_INLINE double mathErf(double x) { return std::erf(x); }
+MP_INLINE float mathNormalCdf(float x) { return normalCdfF(x); }
+MP_INLINE double mathNormalCdf(double x) {
   return 0.5 * std::erfc(-x * 0.70710678118654752440);
 }
-MP_MATH_INLINE CdfPdf<float> mathNormalCdfPdf(float x) {
+MP_INLINE CdfPdf<float> mathNormalCdfPdf(float x) {
   return normalCdfPdfF(x);
 }
-MP_MATH_INLINE CdfPdf<double> mathNormalCdfPdf(double x) {
+MP_INLINE CdfPdf<double> mathNormalCdfPdf(double x) {
   return {mathNormalCdf(x), 0.39894228040143268 * std::exp(-0.5 * x * x)};
 }
 
@@ -293,22 +294,22 @@ MP_MATH_INLINE CdfPdf<double> mathNormalCdfPdf(double x) {
 template <typename T> struct Logistic {
   T s, complement; // s and 1 - s, each without cancellation
 };
-template <typename T> MP_MATH_INLINE Logistic<T> logisticOf2u(T u) {
+template <typename T> MP_INLINE Logistic<T> logisticOf2u(T u) {
   T e = mathExp(T(-2) * std::fabs(u));
   T r = T(1) / (T(1) + e);
   T er = e * r;
   bool up = u >= T(0); // selects, not a branch: the loops must vectorise
   return {selectF(up, r, er), selectF(up, er, r)};
 }
-template <typename T> MP_MATH_INLINE T geluTanhInner(T x) {
+template <typename T> MP_INLINE T geluTanhInner(T x) {
   return T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
 }
-template <typename T> MP_MATH_INLINE T geluTanh(T x) {
+template <typename T> MP_INLINE T geluTanh(T x) {
   return x * logisticOf2u(geluTanhInner(x)).s;
 }
 
 /// dy times GELU-tanh's derivative at x: s + 2 x s (1 - s) du/dx.
-template <typename T> MP_MATH_INLINE T geluTanhGrad(T dy, T x) {
+template <typename T> MP_INLINE T geluTanhGrad(T dy, T x) {
   Logistic<T> l = logisticOf2u(geluTanhInner(x));
   T du = T(0.79788456080286535588) * (T(1) + T(3 * 0.044715) * x * x);
   return dy * (l.s + T(2) * x * l.s * l.complement * du);

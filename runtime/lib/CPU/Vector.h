@@ -33,6 +33,10 @@
 
 namespace mp::rt {
 
+/// For the helpers a vectorised loop is built from: inlined into the loop
+/// of each instruction set, whatever GCC's size heuristics would decide.
+#define MP_INLINE __attribute__((always_inline)) inline
+
 /// Elements per tile: small enough to stay in L1 with three operands.
 constexpr int64_t kTile = 1024;
 
