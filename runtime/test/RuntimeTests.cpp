@@ -884,6 +884,166 @@ void testMatmul(std::mt19937_64 &rng) {
         "matmul: mismatched contraction dimensions are refused");
 }
 
+/// mpFusedMatmulAux against float64: the forward GELUs (out = gelu(z) and
+/// aux = z, z = lhs x rhs + bias + residual) and their gradients (out =
+/// (lhs x rhs) * gelu'(aux)), on the packed GEMM's tile epilogue (f32
+/// products large enough, one block along k and several), the element
+/// kernels after oneDNN (small f32 products, bf16) and the reference loops
+/// (f64); then the arguments it refuses.
+void testFusedMatmulAux(std::mt19937_64 &rng) {
+  struct Shape {
+    std::vector<int64_t> a, b;
+    bool ta, tb;
+    std::vector<int64_t> out;
+  };
+  std::vector<Shape> shapes = {
+      {{33, 70}, {70, 24}, false, false, {33, 24}},
+      {{2, 40, 16}, {2, 24, 40}, true, true, {2, 16, 24}},
+      {{2, 130, 128}, {128, 70}, false, false, {2, 130, 70}},
+      {{300, 150}, {70, 300}, true, true, {150, 70}},
+  };
+  struct Types {
+    mpElementType storage, out, compute;
+  };
+  std::vector<Types> types = {{MP_F32, MP_F32, MP_F32},
+                              {MP_BF16, MP_BF16, MP_F32},
+                              {MP_F64, MP_F64, MP_F64}};
+  const char *actNames[] = {"", "", "gelu", "gelu_tanh", "gelu_grad",
+                            "gelu_tanh_grad"};
+  auto cdf = [](double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))); };
+  auto geluTanh = [](double x) {
+    return 0.5 * x *
+           (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  };
+  auto activate = [&](int a, double x) {
+    return a == MP_ACTIVATION_GELU ? x * cdf(x) : geluTanh(x);
+  };
+  auto slope = [&](int a, double x) {
+    if (a == MP_ACTIVATION_GELU_GRAD)
+      return cdf(x) + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
+    double c = std::sqrt(2 / M_PI);
+    double t = std::tanh(c * (x + 0.044715 * x * x * x));
+    return 0.5 * (1 + t) +
+           0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+  };
+  for (const Types &ty : types) {
+    bool ok = true;
+    double worst = 0;
+    int calls = 0;
+    for (const Shape &sh : shapes)
+      for (int act = MP_ACTIVATION_GELU; act <= MP_ACTIVATION_GELU_TANH_GRAD;
+           ++act)
+        for (int addends = 0; addends < 4; ++addends) {
+          bool gradient = act >= MP_ACTIVATION_GELU_GRAD;
+          bool hasBias = addends & 1, hasResidual = addends & 2;
+          if (gradient && addends)
+            continue;
+          std::vector<double> ea, eb, ebias, eres, ez;
+          int64_t n = sh.out.back(), count = numel(sh.out);
+          int64_t k = sh.ta ? sh.a[sh.a.size() - 2] : sh.a.back();
+          auto a = randomBuffer(ty.storage, numel(sh.a), ea, rng);
+          auto b = randomBuffer(ty.storage, numel(sh.b), eb, rng);
+          auto bias = randomBuffer(ty.out, n, ebias, rng);
+          auto res = randomBuffer(ty.out, count, eres, rng);
+          auto aux = randomBuffer(ty.out, count, ez, rng);
+          std::vector<uint8_t> out(count * elementSize(ty.out));
+          mpTensor A = tensorOfShape(a.data(), ty.storage, sh.a),
+                   B = tensorOfShape(b.data(), ty.storage, sh.b),
+                   Bias = tensorOfShape(bias.data(), ty.out, {n}),
+                   R = tensorOfShape(res.data(), ty.out, sh.out),
+                   Z = tensorOfShape(aux.data(), ty.out, sh.out),
+                   O = tensorOfShape(out.data(), ty.out, sh.out);
+          ++calls;
+          if (mpFusedMatmulAux(&A, &B, hasBias ? &Bias : nullptr,
+                               hasResidual ? &R : nullptr, &Z, &O, sh.ta,
+                               sh.tb, act, ty.compute) != MP_OK) {
+            std::printf("  mpFusedMatmulAux failed: shape #%d, %s\n",
+                        int(&sh - &shapes[0]), actNames[act]);
+            ok = false;
+            continue;
+          }
+          // As testFusedMatmul's bound; a gradient's slope (at most 1.13)
+          // is evaluated within a few units of its two terms' sizes.
+          double u = unitRoundoff(ty.compute), uOut = unitRoundoff(ty.out);
+          double gamma = std::expm1(k * std::log1p(u));
+          auto report = [&](const char *what, int64_t i, double got,
+                            double want, double bound) {
+            if (!(std::fabs(got - want) <= bound)) {
+              if (ok)
+                std::printf("  shape #%d %s bias %d residual %d, %s %lld: "
+                            "got %.9g, want %.9g, bound %.3g\n",
+                            int(&sh - &shapes[0]), actNames[act], hasBias,
+                            hasResidual, what, (long long)i, got, want, bound);
+              ok = false;
+            }
+            if (bound > 0)
+              worst = std::max(worst, std::fabs(got - want) / bound);
+          };
+          for (int64_t i = 0; i < count; ++i) {
+            int64_t col = i % n;
+            double mag;
+            double acc = referenceDot(ea, sh.a, sh.ta, eb, sh.b, sh.tb,
+                                      sh.out, i, mag);
+            double tiny = k * tiniest(ty.compute) + tiniest(ty.out);
+            if (gradient) {
+              double ref = acc * slope(act, ez[i]);
+              double bound = 1.13 * gamma * mag + 8 * u * std::fabs(acc) +
+                             uOut * std::fabs(ref) + tiny;
+              report("element", i, readBack(out, ty.out, i), ref, bound);
+              continue;
+            }
+            double pre = acc + (hasBias ? ebias[col] : 0) +
+                         (hasResidual ? eres[i] : 0);
+            double sum = std::fabs(acc) +
+                         (hasBias ? std::fabs(ebias[col]) : 0) +
+                         (hasResidual ? std::fabs(eres[i]) : 0);
+            double ref = activate(act, pre);
+            double preBound = gamma * mag + 2 * u * sum;
+            report("pre-activation", i, readBack(aux, ty.out, i), pre,
+                   preBound + uOut * std::fabs(pre) + tiny);
+            report("element", i, readBack(out, ty.out, i), ref,
+                   1.13 * preBound + 4 * u * std::fabs(ref) +
+                       uOut * std::fabs(ref) + tiny);
+          }
+        }
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "fused matmul with the pre-activation, %s -> %s, compute "
+                  "%s: %d GELU epilogues within the error bound (worst %.2f "
+                  "of it)",
+                  typeName(ty.storage), typeName(ty.out), typeName(ty.compute),
+                  calls, worst);
+    check(ok, line);
+  }
+  float x[20] = {};
+  mpTensor A = tensorOfShape(x, MP_F32, {2, 2}), B = tensorOfShape(x, MP_F32, {2, 2}),
+           O = tensorOfShape(x + 8, MP_F32, {2, 2}),
+           Z = tensorOfShape(x + 12, MP_F32, {2, 2}),
+           bias = tensorOfShape(x + 16, MP_F32, {2}),
+           wrongZ = tensorOfShape(x + 12, MP_F16, {2, 2});
+  auto call = [&](const mpTensor *b, mpTensor *z, mpTensor *o, int act) {
+    return mpFusedMatmulAux(&A, &B, b, nullptr, z, o, 0, 0, act, MP_F32);
+  };
+  check(call(nullptr, &Z, &O, MP_ACTIVATION_GELU) == MP_OK &&
+            call(nullptr, nullptr, &O, MP_ACTIVATION_GELU) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            call(nullptr, &O, &O, MP_ACTIVATION_GELU) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            call(nullptr, &wrongZ, &O, MP_ACTIVATION_GELU) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            call(nullptr, &Z, &O, MP_ACTIVATION_RELU) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            call(nullptr, &Z, &O, 6) == MP_ERROR_INVALID_ARGUMENT &&
+            call(&bias, &Z, &O, MP_ACTIVATION_GELU_GRAD) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0,
+                          MP_ACTIVATION_GELU_GRAD, MP_F32) ==
+                MP_ERROR_INVALID_ARGUMENT,
+        "fused matmul with the pre-activation refuses a missing, aliased or "
+        "mistyped one, activations other than the GELUs, a bias with a "
+        "gradient, and gradient activations without it");
+}
+
 /// mpFusedMatmul against float64: activation(lhs x rhs + bias + residual)
 /// for every activation, with and without each addend (the residual also
 /// in place, aliasing the output), on the oneDNN post-op paths (f32, bf16,
@@ -2896,6 +3056,7 @@ int main(int argc, char **argv) {
   } else if (suite == "matmul") {
     testMatmul(rng);
     testFusedMatmul(rng);
+    testFusedMatmulAux(rng);
     testPackedGemm(rng);
   } else if (suite == "elementwise") {
     testElementwise(rng);

@@ -23,12 +23,16 @@
 // blocks; one with the lines side by side is copied. The tile adds the bias
 // and what c held (the previous blocks' sums, or the caller's accumulator)
 // when it stores. Each output element is a sum in a fixed order (blocks in
-// turn, each in order along k) whatever the number of threads.
+// turn, each in order along k) whatever the number of threads. A GELU
+// epilogue runs on each tile of the last block just after it is stored,
+// while it is in L1, as the element loops' code (Math.h), so it gives the
+// bits of the separate GELU kernels on the stored sums.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
 
+#include "Math.h"
 #include "Parallel.h"
 #include "Vector.h"
 
@@ -152,6 +156,8 @@ struct Avx512 {
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
                               int64_t width, int64_t depth, float *to);
   static TileFn tileFor(int64_t rows);
+  static void finish(mpActivation activation, float *c, float *aux,
+                     int64_t ldc, int64_t rows, int64_t columns);
 };
 
 /// AVX2 with FMA (MP_TARGET_AVX2).
@@ -203,7 +209,39 @@ struct Avx2 {
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
                               int64_t width, int64_t depth, float *to);
   static TileFn tileFor(int64_t rows);
+  static void finish(mpActivation activation, float *c, float *aux,
+                     int64_t ldc, int64_t rows, int64_t columns);
 };
+
+/// One row of a tile's epilogue: a loop per activation, each vectorised
+/// for the ISA of the function it is inlined into.
+MP_INLINE void epilogueRow(mpActivation activation, float *__restrict c,
+                           float *__restrict aux, int64_t columns) {
+  switch (activation) {
+  case MP_ACTIVATION_GELU:
+    for (int64_t j = 0; j < columns; ++j) {
+      aux[j] = c[j];
+      c[j] = geluErf(aux[j]);
+    }
+    break;
+  case MP_ACTIVATION_GELU_TANH:
+    for (int64_t j = 0; j < columns; ++j) {
+      aux[j] = c[j];
+      c[j] = geluTanh(aux[j]);
+    }
+    break;
+  case MP_ACTIVATION_GELU_GRAD:
+    for (int64_t j = 0; j < columns; ++j)
+      c[j] = geluErfGrad(c[j], aux[j]);
+    break;
+  case MP_ACTIVATION_GELU_TANH_GRAD:
+    for (int64_t j = 0; j < columns; ++j)
+      c[j] = geluTanhGrad(c[j], aux[j]);
+    break;
+  default:
+    break;
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // Packing and tiles, once per ISA
@@ -292,6 +330,13 @@ struct Avx2 {
     }                                                                          \
   }                                                                            \
                                                                                \
+  /* The epilogue of a stored tile (GemmEpilogue). */                          \
+  TARGET void ISA::finish(mpActivation activation, float *c, float *aux,       \
+                          int64_t ldc, int64_t rows, int64_t columns) {        \
+    for (int64_t i = 0; i < rows; ++i)                                         \
+      epilogueRow(activation, c + i * ldc, aux + i * ldc, columns);            \
+  }                                                                            \
+                                                                               \
   TileFn ISA::tileFor(int64_t rows) {                                          \
     return tileTable<ISA>(                                                     \
         [](auto r) -> TileFn { return tile##ISA<decltype(r)::value + 1>; },    \
@@ -330,7 +375,7 @@ struct Panels {
 template <typename Isa>
 void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
             const GemmOperand &b, float *c, int64_t ldc, const float *bias,
-            bool accumulate) {
+            bool accumulate, const GemmEpilogue &epilogue) {
   constexpr int64_t kRows = Isa::kRows, kColumns = Isa::kColumns;
   int64_t rowPanels = (m + kRows - 1) / kRows;
   int64_t columnPanels = (n + kColumns - 1) / kColumns;
@@ -356,16 +401,20 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
                 std::min(m, p1 * kRows) - row, kRows, d,
                 aPacked + p0 * kRows * d);
       barrier();
-      bool first = k0 == 0;
+      bool first = k0 == 0, last = k0 + d >= k;
+      bool finish = last && epilogue.activation != MP_ACTIVATION_NONE;
       for (int64_t q = 0; q < columnPanels; ++q) {
         int64_t j0 = q * kColumns;
         const float *bp = bPacked + q * kColumns * d;
         const float *tileBias = first && bias ? bias + j0 : nullptr;
         for (int64_t p = p0; p < p1; ++p) {
-          int64_t i0 = p * kRows;
-          Isa::tileFor(std::min(kRows, m - i0))(
-              d, aPacked + p * kRows * d, bp, c + i0 * ldc + j0, ldc, tileBias,
-              !first || accumulate, std::min(kColumns, n - j0));
+          int64_t i0 = p * kRows, rows = std::min(kRows, m - i0);
+          int64_t columns = std::min(kColumns, n - j0);
+          Isa::tileFor(rows)(d, aPacked + p * kRows * d, bp, c + i0 * ldc + j0,
+                             ldc, tileBias, !first || accumulate, columns);
+          if (finish)
+            Isa::finish(epilogue.activation, c + i0 * ldc + j0,
+                        epilogue.aux + i0 * ldc + j0, ldc, rows, columns);
         }
       }
       // The next block repacks b, which the other threads may still read,
@@ -395,46 +444,49 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
 
 } // namespace
 
-bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k) {
+bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k,
+                             bool fusesGelu) {
 #ifdef MP_X86
   // On AVX2 the packed GEMM made BERT's FP32 step 1.12x as fast as oneDNN's
   // jit GEMM did; on AVX-512 it matched oneDNN's brgemm within the noise
   // (benchmarks/README.md), so there oneDNN keeps the products unless
-  // MP_PACKED_GEMM=1 asks for this one.
-  static const bool enabled = [] {
+  // MP_PACKED_GEMM=1 asks for this one, or the product has a GELU epilogue
+  // that oneDNN cannot fuse (it cannot write the pre-activation too).
+  static const int enabled = [] { // 0 off, 1 with GELU only, 2 on
     const CpuFeatures &cpu = cpuFeatures();
     const char *env = std::getenv("MP_PACKED_GEMM");
-    if (env && !std::strcmp(env, "0"))
-      return false;
+    if ((env && !std::strcmp(env, "0")) || !cpu.avx2)
+      return 0;
     bool asked = env && !std::strcmp(env, "1");
-    return (cpu.avx512 && asked) || (cpu.avx2 && !cpu.avx512);
+    return cpu.avx512 && !asked ? 1 : 2;
   }();
   // Rows are what the threads share out: a product with fewer panels of
   // rows than threads would leave some idle, which oneDNN does not.
   int64_t rows = cpuFeatures().avx512 ? Avx512::kRows : Avx2::kRows;
-  return enabled && libraryKernelsEnabled() && m > 0 && n > 0 && k > 0 &&
+  return enabled > (fusesGelu ? 0 : 1) && libraryKernelsEnabled() && m > 0 &&
+         n > 0 && k > 0 &&
          m * n * k >= kMinimumProduct &&
          (m + rows - 1) / rows >= kernelThreads();
 #else
-  (void)m, (void)n, (void)k;
+  (void)m, (void)n, (void)k, (void)fusesGelu;
   return false;
 #endif
 }
 
 void mp::rt::packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a,
                         GemmOperand b, float *c, int64_t ldc, const float *bias,
-                        bool accumulate) {
+                        bool accumulate, const GemmEpilogue &epilogue) {
 #ifdef MP_X86
   if (m <= 0 || n <= 0 || k <= 0)
     return; // outside packedGemmTakes's products: nothing to sum
   assert((a.rowStep == 1 || a.colStep == 1) &&
          (b.rowStep == 1 || b.colStep == 1) && "an operand with no unit step");
   if (cpuFeatures().avx512)
-    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate);
+    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate, epilogue);
   else
-    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, accumulate);
+    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, accumulate, epilogue);
 #else
   (void)m, (void)n, (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)bias,
-      (void)accumulate;
+      (void)accumulate, (void)epilogue;
 #endif
 }
