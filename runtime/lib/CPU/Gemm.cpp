@@ -54,11 +54,12 @@ constexpr int64_t kDepth = 256; // the longest block along k (KC)
 constexpr int64_t kMinimumProduct = int64_t(1) << 21;
 
 /// A tile: `rows` rows of the panel `ap` times the first `columns` columns
-/// of the panel `bp`, over `depth` steps, stored into c (row step `ldc`)
-/// plus the bias (when given) plus c's own values (when `load`).
+/// of the panel `bp`, over `depth` steps, plus the bias (when given) plus
+/// c's values (when `load`; row step `ldc`), stored into `to` (row step
+/// `ldTo`; c itself, or a buffer for an epilogue).
 using TileFn = void (*)(int64_t depth, const float *ap, const float *bp,
-                        float *c, int64_t ldc, const float *bias, bool load,
-                        int64_t columns);
+                        const float *c, int64_t ldc, const float *bias,
+                        bool load, int64_t columns, float *to, int64_t ldTo);
 
 #ifdef MP_X86
 
@@ -156,8 +157,8 @@ struct Avx512 {
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
                               int64_t width, int64_t depth, float *to);
   static TileFn tileFor(int64_t rows);
-  static void finish(mpActivation activation, float *c, float *aux,
-                     int64_t ldc, int64_t rows, int64_t columns);
+  static void finish(mpActivation activation, const float *sums, float *c,
+                     float *aux, int64_t ldc, int64_t rows, int64_t columns);
 };
 
 /// AVX2 with FMA (MP_TARGET_AVX2).
@@ -209,34 +210,42 @@ struct Avx2 {
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
                               int64_t width, int64_t depth, float *to);
   static TileFn tileFor(int64_t rows);
-  static void finish(mpActivation activation, float *c, float *aux,
-                     int64_t ldc, int64_t rows, int64_t columns);
+  static void finish(mpActivation activation, const float *sums, float *c,
+                     float *aux, int64_t ldc, int64_t rows, int64_t columns);
 };
 
-/// One row of a tile's epilogue: a loop per activation, each vectorised
-/// for the ISA of the function it is inlined into.
-MP_INLINE void epilogueRow(mpActivation activation, float *__restrict c,
-                           float *__restrict aux, int64_t columns) {
+/// A tile's epilogue: `rows` rows of `columns` sums, kColumns apart, into
+/// c and aux (row step `ldc`). One loop nest per activation, the switch
+/// outside it, so that each vectorises for the ISA of the function it is
+/// inlined into with its constants kept in registers.
+template <int64_t kColumns>
+MP_INLINE void epilogueTile(mpActivation activation,
+                            const float *__restrict sums, float *__restrict c,
+                            float *__restrict aux, int64_t ldc, int64_t rows,
+                            int64_t columns) {
+  auto each = [&](auto f) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < columns; ++j)
+        f(sums[i * kColumns + j], c[i * ldc + j], aux[i * ldc + j]);
+  };
   switch (activation) {
   case MP_ACTIVATION_GELU:
-    for (int64_t j = 0; j < columns; ++j) {
-      aux[j] = c[j];
-      c[j] = geluErf(aux[j]);
-    }
+    each([](float z, float &y, float &saved) {
+      saved = z;
+      y = geluErf(z);
+    });
     break;
   case MP_ACTIVATION_GELU_TANH:
-    for (int64_t j = 0; j < columns; ++j) {
-      aux[j] = c[j];
-      c[j] = geluTanh(aux[j]);
-    }
+    each([](float z, float &y, float &saved) {
+      saved = z;
+      y = geluTanh(z);
+    });
     break;
   case MP_ACTIVATION_GELU_GRAD:
-    for (int64_t j = 0; j < columns; ++j)
-      c[j] = geluErfGrad(c[j], aux[j]);
+    each([](float dy, float &dz, float &z) { dz = geluErfGrad(dy, z); });
     break;
   case MP_ACTIVATION_GELU_TANH_GRAD:
-    for (int64_t j = 0; j < columns; ++j)
-      c[j] = geluTanhGrad(c[j], aux[j]);
+    each([](float dy, float &dz, float &z) { dz = geluTanhGrad(dy, z); });
     break;
   default:
     break;
@@ -291,8 +300,8 @@ MP_INLINE void epilogueRow(mpActivation activation, float *__restrict c,
                                                                                \
   template <int R>                                                             \
   TARGET void tile##ISA(int64_t depth, const float *ap, const float *bp,       \
-                        float *c, int64_t ldc, const float *bias, bool load,   \
-                        int64_t columns) {                                     \
+                        const float *c, int64_t ldc, const float *bias,        \
+                        bool load, int64_t columns, float *to, int64_t ldTo) { \
     using V = ISA::V;                                                          \
     constexpr int64_t kLanes = ISA::kLanes;                                    \
     V acc[R][2];                                                               \
@@ -315,7 +324,7 @@ MP_INLINE void epilogueRow(mpActivation activation, float *__restrict c,
       bias1 = ISA::loadFirst(bias + kLanes, high);                             \
     }                                                                          \
     _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                     \
-      float *row = c + i * ldc;                                                \
+      const float *row = c + i * ldc;                                          \
       V v0 = acc[i][0], v1 = acc[i][1];                                        \
       if (bias) {                                                              \
         v0 = ISA::add(v0, bias0);                                              \
@@ -325,16 +334,16 @@ MP_INLINE void epilogueRow(mpActivation activation, float *__restrict c,
         v0 = ISA::add(v0, ISA::loadFirst(row, columns));                       \
         v1 = ISA::add(v1, ISA::loadFirst(row + kLanes, high));                 \
       }                                                                        \
-      ISA::storeFirst(row, v0, columns);                                       \
-      ISA::storeFirst(row + kLanes, v1, high);                                 \
+      ISA::storeFirst(to + i * ldTo, v0, columns);                             \
+      ISA::storeFirst(to + i * ldTo + kLanes, v1, high);                       \
     }                                                                          \
   }                                                                            \
                                                                                \
-  /* The epilogue of a stored tile (GemmEpilogue). */                          \
-  TARGET void ISA::finish(mpActivation activation, float *c, float *aux,       \
-                          int64_t ldc, int64_t rows, int64_t columns) {        \
-    for (int64_t i = 0; i < rows; ++i)                                         \
-      epilogueRow(activation, c + i * ldc, aux + i * ldc, columns);            \
+  /* The epilogue (GemmEpilogue) of a tile's sums, kColumns apart. */         \
+  TARGET void ISA::finish(mpActivation activation, const float *sums,          \
+                          float *c, float *aux, int64_t ldc, int64_t rows,     \
+                          int64_t columns) {                                   \
+    epilogueTile<kColumns>(activation, sums, c, aux, ldc, rows, columns);      \
   }                                                                            \
                                                                                \
   TileFn ISA::tileFor(int64_t rows) {                                          \
@@ -389,6 +398,7 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
     int64_t p1 = rowPanels * (thread + 1) / threads;
     int64_t q0 = columnPanels * thread / threads;
     int64_t q1 = columnPanels * (thread + 1) / threads;
+    alignas(64) float sums[kRows * kColumns];
     for (int64_t k0 = 0; k0 < k; k0 += depth) {
       int64_t d = std::min(depth, k - k0);
       // Column j of b is line j of its panels, k their step; row i of a
@@ -410,10 +420,24 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
         for (int64_t p = p0; p < p1; ++p) {
           int64_t i0 = p * kRows, rows = std::min(kRows, m - i0);
           int64_t columns = std::min(kColumns, n - j0);
-          Isa::tileFor(rows)(d, aPacked + p * kRows * d, bp, c + i0 * ldc + j0,
-                             ldc, tileBias, !first || accumulate, columns);
+          float *ct = c + i0 * ldc + j0;
+          // An epilogue reads the tile's sums from a dense buffer: read back
+          // from c, whose rows may lie 4 KB apart in one set of the L1,
+          // they would come from the L2. The lines of c and aux it writes
+          // (and reads, for a gradient) are a few per row, a row apart,
+          // which the hardware prefetchers do not follow: they are asked
+          // for while the tile computes.
           if (finish)
-            Isa::finish(epilogue.activation, c + i0 * ldc + j0,
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t j = 0; j < columns; j += 16) {
+                __builtin_prefetch(ct + i * ldc + j, 1);
+                __builtin_prefetch(epilogue.aux + (i0 + i) * ldc + j0 + j, 1);
+              }
+          Isa::tileFor(rows)(d, aPacked + p * kRows * d, bp, ct, ldc, tileBias,
+                             !first || accumulate, columns,
+                             finish ? sums : ct, finish ? kColumns : ldc);
+          if (finish)
+            Isa::finish(epilogue.activation, sums, ct,
                         epilogue.aux + i0 * ldc + j0, ldc, rows, columns);
         }
       }
