@@ -896,9 +896,6 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             return success();
           })
           .Case([&](FusedMatmulOp o) {
-            // The pre-activation, read or saved, goes to fused_matmul_aux;
-            // its block lists the operands, then the results, in order.
-            bool aux = o.getActivationInput() || o.getPreactivation();
             CallBuilder c(b, loc, site);
             c.i(o.getTransposeLhs());
             c.i(o.getTransposeRhs());
@@ -908,9 +905,8 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.type(computeOf(o));
             for (Value v : o->getOperands())
               c.tensor(operand(v));
-            for (Value result : out)
-              c.tensor(result);
-            c.call(aux ? "fused_matmul_aux" : "fused_matmul", module);
+            c.tensor(out[0]);
+            c.call("fused_matmul", module);
             return success();
           })
           // Convolution, pooling and batch norm.

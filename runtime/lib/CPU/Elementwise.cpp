@@ -47,7 +47,7 @@ __attribute__((always_inline)) inline T unary(mpUnaryKind kind, T x) {
   case MP_RELU: // NaN stays NaN, as in PyTorch (not max(x, 0))
     return x > T(0) || x != x ? x : T(0);
   case MP_GELU:
-    return geluErf(x);
+    return x * mathNormalCdf(x);
   case MP_GELU_TANH:
     return geluTanh(x);
   case MP_TANH:
@@ -99,8 +99,10 @@ __attribute__((always_inline)) inline T activationGrad(mpActivationGradKind kind
   switch (kind) {
   case MP_RELU_GRAD:
     return s > T(0) ? dy : T(0);
-  case MP_GELU_GRAD:
-    return geluErfGrad(dy, s);
+  case MP_GELU_GRAD: {
+    CdfPdf<T> n = mathNormalCdfPdf(s);
+    return dy * (n.cdf + s * n.pdf);
+  }
   case MP_GELU_TANH_GRAD:
     return geluTanhGrad(dy, s);
   case MP_TANH_GRAD:

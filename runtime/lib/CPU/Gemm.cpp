@@ -23,16 +23,12 @@
 // blocks; one with the lines side by side is copied. The tile adds the bias
 // and what c held (the previous blocks' sums, or the caller's accumulator)
 // when it stores. Each output element is a sum in a fixed order (blocks in
-// turn, each in order along k) whatever the number of threads. A GELU
-// epilogue runs on each tile of the last block just after it is stored,
-// while it is in L1, as the element loops' code (Math.h), so it gives the
-// bits of the separate GELU kernels on the stored sums.
+// turn, each in order along k) whatever the number of threads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
 
-#include "Math.h"
 #include "Parallel.h"
 #include "Vector.h"
 
@@ -54,12 +50,11 @@ constexpr int64_t kDepth = 256; // the longest block along k (KC)
 constexpr int64_t kMinimumProduct = int64_t(1) << 21;
 
 /// A tile: `rows` rows of the panel `ap` times the first `columns` columns
-/// of the panel `bp`, over `depth` steps, plus the bias (when given) plus
-/// c's values (when `load`; row step `ldc`), stored into `to` (row step
-/// `ldTo`; c itself, or a buffer for an epilogue).
+/// of the panel `bp`, over `depth` steps, stored into c (row step `ldc`)
+/// plus the bias (when given) plus c's own values (when `load`).
 using TileFn = void (*)(int64_t depth, const float *ap, const float *bp,
-                        const float *c, int64_t ldc, const float *bias,
-                        bool load, int64_t columns, float *to, int64_t ldTo);
+                        float *c, int64_t ldc, const float *bias, bool load,
+                        int64_t columns);
 
 #ifdef MP_X86
 
@@ -157,8 +152,6 @@ struct Avx512 {
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
                               int64_t width, int64_t depth, float *to);
   static TileFn tileFor(int64_t rows);
-  static void finish(mpActivation activation, const float *sums, float *c,
-                     float *aux, int64_t ldc, int64_t rows, int64_t columns);
 };
 
 /// AVX2 with FMA (MP_TARGET_AVX2).
@@ -210,47 +203,7 @@ struct Avx2 {
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
                               int64_t width, int64_t depth, float *to);
   static TileFn tileFor(int64_t rows);
-  static void finish(mpActivation activation, const float *sums, float *c,
-                     float *aux, int64_t ldc, int64_t rows, int64_t columns);
 };
-
-/// A tile's epilogue: `rows` rows of `columns` sums, kColumns apart, into
-/// c and aux (row step `ldc`). One loop nest per activation, the switch
-/// outside it, so that each vectorises for the ISA of the function it is
-/// inlined into with its constants kept in registers.
-template <int64_t kColumns>
-MP_INLINE void epilogueTile(mpActivation activation,
-                            const float *__restrict sums, float *__restrict c,
-                            float *__restrict aux, int64_t ldc, int64_t rows,
-                            int64_t columns) {
-  auto each = [&](auto f) {
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < columns; ++j)
-        f(sums[i * kColumns + j], c[i * ldc + j], aux[i * ldc + j]);
-  };
-  switch (activation) {
-  case MP_ACTIVATION_GELU:
-    each([](float z, float &y, float &saved) {
-      saved = z;
-      y = geluErf(z);
-    });
-    break;
-  case MP_ACTIVATION_GELU_TANH:
-    each([](float z, float &y, float &saved) {
-      saved = z;
-      y = geluTanh(z);
-    });
-    break;
-  case MP_ACTIVATION_GELU_GRAD:
-    each([](float dy, float &dz, float &z) { dz = geluErfGrad(dy, z); });
-    break;
-  case MP_ACTIVATION_GELU_TANH_GRAD:
-    each([](float dy, float &dz, float &z) { dz = geluTanhGrad(dy, z); });
-    break;
-  default:
-    break;
-  }
-}
 
 //===----------------------------------------------------------------------===//
 // Packing and tiles, once per ISA
@@ -300,8 +253,8 @@ MP_INLINE void epilogueTile(mpActivation activation,
                                                                                \
   template <int R>                                                             \
   TARGET void tile##ISA(int64_t depth, const float *ap, const float *bp,       \
-                        const float *c, int64_t ldc, const float *bias,        \
-                        bool load, int64_t columns, float *to, int64_t ldTo) { \
+                        float *c, int64_t ldc, const float *bias, bool load,   \
+                        int64_t columns) {                                     \
     using V = ISA::V;                                                          \
     constexpr int64_t kLanes = ISA::kLanes;                                    \
     V acc[R][2];                                                               \
@@ -324,7 +277,7 @@ MP_INLINE void epilogueTile(mpActivation activation,
       bias1 = ISA::loadFirst(bias + kLanes, high);                             \
     }                                                                          \
     _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                     \
-      const float *row = c + i * ldc;                                          \
+      float *row = c + i * ldc;                                                \
       V v0 = acc[i][0], v1 = acc[i][1];                                        \
       if (bias) {                                                              \
         v0 = ISA::add(v0, bias0);                                              \
@@ -334,16 +287,9 @@ MP_INLINE void epilogueTile(mpActivation activation,
         v0 = ISA::add(v0, ISA::loadFirst(row, columns));                       \
         v1 = ISA::add(v1, ISA::loadFirst(row + kLanes, high));                 \
       }                                                                        \
-      ISA::storeFirst(to + i * ldTo, v0, columns);                             \
-      ISA::storeFirst(to + i * ldTo + kLanes, v1, high);                       \
+      ISA::storeFirst(row, v0, columns);                                       \
+      ISA::storeFirst(row + kLanes, v1, high);                                 \
     }                                                                          \
-  }                                                                            \
-                                                                               \
-  /* The epilogue (GemmEpilogue) of a tile's sums, kColumns apart. */         \
-  TARGET void ISA::finish(mpActivation activation, const float *sums,          \
-                          float *c, float *aux, int64_t ldc, int64_t rows,     \
-                          int64_t columns) {                                   \
-    epilogueTile<kColumns>(activation, sums, c, aux, ldc, rows, columns);      \
   }                                                                            \
                                                                                \
   TileFn ISA::tileFor(int64_t rows) {                                          \
@@ -384,7 +330,7 @@ struct Panels {
 template <typename Isa>
 void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
             const GemmOperand &b, float *c, int64_t ldc, const float *bias,
-            bool accumulate, const GemmEpilogue &epilogue) {
+            bool accumulate) {
   constexpr int64_t kRows = Isa::kRows, kColumns = Isa::kColumns;
   int64_t rowPanels = (m + kRows - 1) / kRows;
   int64_t columnPanels = (n + kColumns - 1) / kColumns;
@@ -398,7 +344,6 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
     int64_t p1 = rowPanels * (thread + 1) / threads;
     int64_t q0 = columnPanels * thread / threads;
     int64_t q1 = columnPanels * (thread + 1) / threads;
-    alignas(64) float sums[kRows * kColumns];
     for (int64_t k0 = 0; k0 < k; k0 += depth) {
       int64_t d = std::min(depth, k - k0);
       // Column j of b is line j of its panels, k their step; row i of a
@@ -411,34 +356,16 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
                 std::min(m, p1 * kRows) - row, kRows, d,
                 aPacked + p0 * kRows * d);
       barrier();
-      bool first = k0 == 0, last = k0 + d >= k;
-      bool finish = last && epilogue.activation != MP_ACTIVATION_NONE;
+      bool first = k0 == 0;
       for (int64_t q = 0; q < columnPanels; ++q) {
         int64_t j0 = q * kColumns;
         const float *bp = bPacked + q * kColumns * d;
         const float *tileBias = first && bias ? bias + j0 : nullptr;
         for (int64_t p = p0; p < p1; ++p) {
-          int64_t i0 = p * kRows, rows = std::min(kRows, m - i0);
-          int64_t columns = std::min(kColumns, n - j0);
-          float *ct = c + i0 * ldc + j0;
-          // An epilogue reads the tile's sums from a dense buffer: read back
-          // from c, whose rows may lie 4 KB apart in one set of the L1,
-          // they would come from the L2. The lines of c and aux it writes
-          // (and reads, for a gradient) are a few per row, a row apart,
-          // which the hardware prefetchers do not follow: they are asked
-          // for while the tile computes.
-          if (finish)
-            for (int64_t i = 0; i < rows; ++i)
-              for (int64_t j = 0; j < columns; j += 16) {
-                __builtin_prefetch(ct + i * ldc + j, 1);
-                __builtin_prefetch(epilogue.aux + (i0 + i) * ldc + j0 + j, 1);
-              }
-          Isa::tileFor(rows)(d, aPacked + p * kRows * d, bp, ct, ldc, tileBias,
-                             !first || accumulate, columns,
-                             finish ? sums : ct, finish ? kColumns : ldc);
-          if (finish)
-            Isa::finish(epilogue.activation, sums, ct,
-                        epilogue.aux + i0 * ldc + j0, ldc, rows, columns);
+          int64_t i0 = p * kRows;
+          Isa::tileFor(std::min(kRows, m - i0))(
+              d, aPacked + p * kRows * d, bp, c + i0 * ldc + j0, ldc, tileBias,
+              !first || accumulate, std::min(kColumns, n - j0));
         }
       }
       // The next block repacks b, which the other threads may still read,
@@ -468,49 +395,46 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
 
 } // namespace
 
-bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k,
-                             bool fusesGelu) {
+bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k) {
 #ifdef MP_X86
   // On AVX2 the packed GEMM made BERT's FP32 step 1.12x as fast as oneDNN's
   // jit GEMM did; on AVX-512 it matched oneDNN's brgemm within the noise
   // (benchmarks/README.md), so there oneDNN keeps the products unless
-  // MP_PACKED_GEMM=1 asks for this one, or the product has a GELU epilogue
-  // that oneDNN cannot fuse (it cannot write the pre-activation too).
-  static const int enabled = [] { // 0 off, 1 with GELU only, 2 on
+  // MP_PACKED_GEMM=1 asks for this one.
+  static const bool enabled = [] {
     const CpuFeatures &cpu = cpuFeatures();
     const char *env = std::getenv("MP_PACKED_GEMM");
-    if ((env && !std::strcmp(env, "0")) || !cpu.avx2)
-      return 0;
+    if (env && !std::strcmp(env, "0"))
+      return false;
     bool asked = env && !std::strcmp(env, "1");
-    return cpu.avx512 && !asked ? 1 : 2;
+    return (cpu.avx512 && asked) || (cpu.avx2 && !cpu.avx512);
   }();
   // Rows are what the threads share out: a product with fewer panels of
   // rows than threads would leave some idle, which oneDNN does not.
   int64_t rows = cpuFeatures().avx512 ? Avx512::kRows : Avx2::kRows;
-  return enabled > (fusesGelu ? 0 : 1) && libraryKernelsEnabled() && m > 0 &&
-         n > 0 && k > 0 &&
+  return enabled && libraryKernelsEnabled() && m > 0 && n > 0 && k > 0 &&
          m * n * k >= kMinimumProduct &&
          (m + rows - 1) / rows >= kernelThreads();
 #else
-  (void)m, (void)n, (void)k, (void)fusesGelu;
+  (void)m, (void)n, (void)k;
   return false;
 #endif
 }
 
 void mp::rt::packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a,
                         GemmOperand b, float *c, int64_t ldc, const float *bias,
-                        bool accumulate, const GemmEpilogue &epilogue) {
+                        bool accumulate) {
 #ifdef MP_X86
   if (m <= 0 || n <= 0 || k <= 0)
     return; // outside packedGemmTakes's products: nothing to sum
   assert((a.rowStep == 1 || a.colStep == 1) &&
          (b.rowStep == 1 || b.colStep == 1) && "an operand with no unit step");
   if (cpuFeatures().avx512)
-    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate, epilogue);
+    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate);
   else
-    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, accumulate, epilogue);
+    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, accumulate);
 #else
   (void)m, (void)n, (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)bias,
-      (void)accumulate, (void)epilogue;
+      (void)accumulate;
 #endif
 }

@@ -12,8 +12,6 @@
 #ifndef MP_RUNTIME_CPU_GEMM_H
 #define MP_RUNTIME_CPU_GEMM_H
 
-#include "mp/Runtime/MPRuntime.h"
-
 #include <cstdint>
 
 namespace mp::rt {
@@ -31,28 +29,15 @@ struct GemmOperand {
 /// and no AVX-512 (as MP_CPU_ISA leaves them; AVX-512 too with
 /// MP_PACKED_GEMM=1, none with MP_PACKED_GEMM=0), the library kernels
 /// enabled, every dimension positive and the product large enough to pay
-/// for packing its operands. With `fusesGelu` (a GemmEpilogue's GELU, which
-/// only this GEMM fuses) AVX-512 is taken without MP_PACKED_GEMM=1 too.
-bool packedGemmTakes(int64_t m, int64_t n, int64_t k, bool fusesGelu = false);
-
-/// What the tile does with a finished sum z (the product, the bias and the
-/// accumulator added) before c holds it: nothing (MP_ACTIVATION_NONE), or
-/// one of mpFusedMatmulAux's GELU epilogues. GELU and GELU_TANH store
-/// gelu(z) in c and z in `aux`; GELU_GRAD and GELU_TANH_GRAD store z *
-/// gelu'(aux) in c. `aux` has c's row step and overlaps nothing.
-struct GemmEpilogue {
-  mpActivation activation = MP_ACTIVATION_NONE;
-  float *aux = nullptr;
-};
+/// for packing its operands.
+bool packedGemmTakes(int64_t m, int64_t n, int64_t k);
 
 /// c[i * ldc + j] = sum over x < k of a(i, x) b(x, j), for i < m and j < n,
 /// plus bias[j] where `bias` is given, plus what c holds where `accumulate`
-/// is set, then the epilogue; f32 accumulation in blocks of up to 256 along
-/// k. Only for products packedGemmTakes took; c must not overlap a, b or
-/// bias.
+/// is set; f32 accumulation in blocks of up to 256 along k. Only for
+/// products packedGemmTakes took; c must not overlap a, b or bias.
 void packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
-                float *c, int64_t ldc, const float *bias, bool accumulate,
-                const GemmEpilogue &epilogue = {});
+                float *c, int64_t ldc, const float *bias, bool accumulate);
 
 } // namespace mp::rt
 

@@ -308,14 +308,6 @@ template <typename T> MP_INLINE T geluTanh(T x) {
   return x * logisticOf2u(geluTanhInner(x)).s;
 }
 
-/// GELU with erf, x Phi(x), and dy times its derivative at x,
-/// Phi(x) + x phi(x).
-template <typename T> MP_INLINE T geluErf(T x) { return x * mathNormalCdf(x); }
-template <typename T> MP_INLINE T geluErfGrad(T dy, T x) {
-  CdfPdf<T> n = mathNormalCdfPdf(x);
-  return dy * (n.cdf + x * n.pdf);
-}
-
 /// dy times GELU-tanh's derivative at x: s + 2 x s (1 - s) du/dx.
 template <typename T> MP_INLINE T geluTanhGrad(T dy, T x) {
   Logistic<T> l = logisticOf2u(geluTanhInner(x));

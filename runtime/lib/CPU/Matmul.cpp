@@ -235,41 +235,11 @@ template <typename T> T activate(mpActivation a, T x) {
   case MP_ACTIVATION_RELU: // NaN stays NaN, as in mpUnary
     return x > T(0) || x != x ? x : T(0);
   case MP_ACTIVATION_GELU:
-    return geluErf(x);
+    return x * mathNormalCdf(x);
   case MP_ACTIVATION_GELU_TANH:
     return geluTanh(x);
   default:
     return x;
-  }
-}
-
-/// Whether `a` is a gradient activation, dy * gelu'(z) (mpFusedMatmulAux).
-bool isGradient(mpActivation a) {
-  return a == MP_ACTIVATION_GELU_GRAD || a == MP_ACTIVATION_GELU_TANH_GRAD;
-}
-
-/// A gradient activation's dy * gelu'(z), in T.
-template <typename T> T activateGrad(mpActivation a, T dy, T z) {
-  return a == MP_ACTIVATION_GELU_GRAD ? geluErfGrad(dy, z)
-                                      : geluTanhGrad(dy, z);
-}
-
-/// mpFusedMatmulAux's GELU epilogue after the product, as the element
-/// kernels: `z` holds the product, f32, with the bias and the residual
-/// added for a forward GELU.
-bool geluAfter(const mpTensor *z, mpTensor *aux, mpTensor *out,
-               mpActivation activation) {
-  switch (activation) {
-  case MP_ACTIVATION_GELU:
-  case MP_ACTIVATION_GELU_TANH:
-    return mpCopy(z, aux) == MP_OK &&
-           mpUnary(activation == MP_ACTIVATION_GELU ? MP_GELU : MP_GELU_TANH,
-                   z, out, MP_F32) == MP_OK;
-  default:
-    return mpActivationGrad(activation == MP_ACTIVATION_GELU_GRAD
-                                ? MP_GELU_GRAD
-                                : MP_GELU_TANH_GRAD,
-                            z, aux, out, MP_F32) == MP_OK;
   }
 }
 
@@ -281,7 +251,7 @@ bool geluAfter(const mpTensor *z, mpTensor *aux, mpTensor *out,
 void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
                   int64_t m, int64_t n, int64_t k, int64_t count,
                   bool lhsShared, bool rhsShared, const float *bias,
-                  bool accumulate, GemmEpilogue epilogue) {
+                  bool accumulate) {
   if (!ta && rhsShared && !lhsShared) {
     m *= count;
     count = 1;
@@ -291,10 +261,7 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
     const float *rm = rhsShared ? r : r + i * k * n;
     GemmOperand a = ta ? GemmOperand{lm, 1, m} : GemmOperand{lm, k, 1};
     GemmOperand b = tb ? GemmOperand{rm, 1, k} : GemmOperand{rm, n, 1};
-    GemmEpilogue e = epilogue;
-    if (e.aux)
-      e.aux += i * m * n;
-    packedGemm(m, n, k, a, b, o + i * m * n, n, bias, accumulate, e);
+    packedGemm(m, n, k, a, b, o + i * m * n, n, bias, accumulate);
   }
 }
 
@@ -309,15 +276,11 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
 /// exception: oneDNN's ReLU post-op is max(x, 0), which maps NaN to 0, so
 /// it runs after the product as the runtime's own (mpUnary), which keeps
 /// NaN as the loops and the unfused op do. Rounding to the output type
-/// keeps signs, so ReLU after it gives the same bits as before it. With
-/// `aux`, the activation is one of mpFusedMatmulAux's GELU epilogues: the
-/// packed GEMM's tiles run it where the product is f32 throughout, the
-/// element kernels after the product (into a buffer of its own) elsewhere.
+/// keeps signs, so ReLU after it gives the same bits as before it.
 bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
-                   const mpTensor *bias, const mpTensor *residual,
-                   mpTensor *out, bool ta, bool tb, int64_t m, int64_t n,
-                   int64_t k, const Batching &b, mpActivation activation,
-                   mpTensor *aux = nullptr) {
+                        const mpTensor *bias, const mpTensor *residual,
+                        mpTensor *out, bool ta, bool tb, int64_t m, int64_t n,
+                        int64_t k, const Batching &b, mpActivation activation) {
   int64_t lc = matrices(lhs), rc = matrices(rhs);
   if (!libraryKernelsEnabled() || !isTileType(lhs->elementType) ||
       !isTileType(out->elementType) || (lc != 1 && lc != b.count) ||
@@ -327,8 +290,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   std::vector<float> biasF32;
   DnnlEpilogue epilogue;
   bool reluAfter = activation == MP_ACTIVATION_RELU;
-  epilogue.activation =
-      reluAfter || aux ? MP_ACTIVATION_NONE : activation;
+  epilogue.activation = reluAfter ? MP_ACTIVATION_NONE : activation;
   epilogue.sum = residual != nullptr;
   auto finish = [&] {
     return !reluAfter || mpUnary(MP_RELU, out, out, MP_F32) == MP_OK;
@@ -340,7 +302,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
       std::memcpy(out->data, residual->data,
                   size_t(count) * mpElementSize(out->elementType));
   };
-  if (!aux && lhs->elementType == MP_BF16 && out->elementType != MP_F16 &&
+  if (lhs->elementType == MP_BF16 && out->elementType != MP_F16 &&
       dnnlTakesBf16()) {
     residualIntoOut();
     if (dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
@@ -361,20 +323,16 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   int64_t floatBytes = int64_t(sizeof(float)), lhsRows = 0, rhsRows = 0;
   int64_t rowsOfProduct = !ta && rc == 1 && lc > 1 ? m * b.count : m;
   // The runtime's own GEMM where it takes the product: operands dense, the
-  // epilogue a bias and a residual (ReLU runs after either way), or a GELU
-  // epilogue on f32 storage.
-  bool f32Gelu = aux && out->elementType == MP_F32 &&
-                 aux->elementType == MP_F32;
-  bool packed = epilogue.activation == MP_ACTIVATION_NONE && (!aux || f32Gelu) &&
-                packedGemmTakes(rowsOfProduct, n, k, f32Gelu);
-  bool geluLater = aux && !packed;
+  // epilogue a bias and a residual (ReLU runs after either way).
+  bool packed = epilogue.activation == MP_ACTIVATION_NONE &&
+                packedGemmTakes(rowsOfProduct, n, k);
   l.data = const_cast<float *>(matmulOperand(
       lhs, !packed && ta && dnnlWantsPaddedRows(m * floatBytes, n), lt,
       lhsRows));
   r.data = const_cast<float *>(matmulOperand(
       rhs, !packed && !tb && dnnlWantsPaddedRows(n * floatBytes, rowsOfProduct),
       rt, rhsRows));
-  if (out->elementType != MP_F32 || geluLater) {
+  if (out->elementType != MP_F32) {
     ot.resize(count);
     o.data = ot.data();
     if (residual)
@@ -388,27 +346,22 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
     packedMatmul(static_cast<const float *>(l.data),
                  static_cast<const float *>(r.data),
                  static_cast<float *>(o.data), ta, tb, m, n, k, b.count,
-                 lc == 1, rc == 1, epilogue.bias, epilogue.sum,
-                 {aux ? activation : MP_ACTIVATION_NONE,
-                  aux ? static_cast<float *>(aux->data) : nullptr});
+                 lc == 1, rc == 1, epilogue.bias, epilogue.sum);
   } else if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
                          &epilogue, lhsRows, rhsRows)) {
     return false;
   }
-  if (geluLater)
-    return geluAfter(&o, aux, out, activation);
   if (out->elementType != MP_F32)
     narrow(ot.data(), count, out);
   return finish();
 }
 
 /// The fused matmul anywhere else: the product in T (the compute type) into
-/// a buffer of its own, then the epilogue in T, rounded once into `out`
-/// (and `aux`, for a forward GELU that saves its input).
+/// a buffer of its own, then the epilogue in T, rounded once into `out`.
 template <typename T>
 mpStatus referenceFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                               const mpTensor *bias, const mpTensor *residual,
-                              mpTensor *aux, mpTensor *out, bool ta, bool tb,
+                              mpTensor *out, bool ta, bool tb,
                               mpActivation activation, mpElementType compute) {
   int64_t count = mpNumElements(out), n = out->shape[out->rank - 1];
   std::vector<T> acc(count);
@@ -426,62 +379,14 @@ mpStatus referenceFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   parallelFor(count / (n ? n : 1), 64, [&](int64_t rowBegin, int64_t rowEnd) {
     for (int64_t i = rowBegin * n, e = rowEnd * n; i < e; ++i) {
       T v = acc[i];
-      if (isGradient(activation)) {
-        T z = T(load(aux->data, aux->elementType, i));
-        store(out->data, out->elementType, i,
-              double(activateGrad(activation, v, z)));
-        continue;
-      }
       if (bias)
         v += biasT[i % n];
       if (residual)
         v += T(load(residual->data, residual->elementType, i));
-      if (aux)
-        store(aux->data, aux->elementType, i, double(v));
       store(out->data, out->elementType, i, double(activate(activation, v)));
     }
   });
   return MP_OK;
-}
-
-/// Whether `t` has out's shape and type, with data.
-bool likeOut(const mpTensor *t, const mpTensor *out) {
-  if (!t->data || t->elementType != out->elementType || t->rank != out->rank)
-    return false;
-  for (int32_t d = 0; d < out->rank; ++d)
-    if (t->shape[d] != out->shape[d])
-      return false;
-  return true;
-}
-
-/// mpFusedMatmul and mpFusedMatmulAux (`aux` given, the activation one of
-/// its four GELU epilogues).
-mpStatus fusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
-                     const mpTensor *bias, const mpTensor *residual,
-                     mpTensor *aux, mpTensor *out, bool ta, bool tb,
-                     mpActivation activation, mpElementType compute) {
-  int64_t m, n, k;
-  Batching b;
-  if (!planMatmul(lhs, rhs, out, ta, tb, m, n, k, b) ||
-      (compute != MP_F32 && compute != MP_F64))
-    return MP_ERROR_INVALID_ARGUMENT;
-  if (bias && (!bias->data || bias->rank != 1 || bias->shape[0] != n ||
-               !isFloatType(bias->elementType)))
-    return MP_ERROR_INVALID_ARGUMENT;
-  if (residual && !likeOut(residual, out))
-    return MP_ERROR_INVALID_ARGUMENT;
-  if (aux && (!likeOut(aux, out) || aux->data == out->data ||
-              aux->data == lhs->data || aux->data == rhs->data))
-    return MP_ERROR_INVALID_ARGUMENT;
-  if (compute == MP_F32 && k > 0 && mpNumElements(out) > 0 &&
-      libraryMatmul(lhs, rhs, bias, residual, out, ta, tb, m, n, k, b,
-                    activation, aux))
-    return MP_OK;
-  if (compute == MP_F64)
-    return referenceFusedMatmul<double>(lhs, rhs, bias, residual, aux, out, ta,
-                                        tb, activation, compute);
-  return referenceFusedMatmul<float>(lhs, rhs, bias, residual, aux, out, ta,
-                                     tb, activation, compute);
 }
 
 } // namespace
@@ -490,28 +395,37 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                                   const mpTensor *bias,
                                   const mpTensor *residual, mpTensor *out,
                                   int32_t transposeLhs, int32_t transposeRhs,
-                                  int32_t activation, mpElementType compute) {
-  if (activation < MP_ACTIVATION_NONE || activation > MP_ACTIVATION_GELU_TANH)
+                                  int32_t activationValue,
+                                  mpElementType compute) {
+  bool ta = transposeLhs, tb = transposeRhs;
+  int64_t m, n, k;
+  Batching b;
+  if (!planMatmul(lhs, rhs, out, ta, tb, m, n, k, b) ||
+      (compute != MP_F32 && compute != MP_F64) ||
+      activationValue < MP_ACTIVATION_NONE ||
+      activationValue > MP_ACTIVATION_GELU_TANH)
     return MP_ERROR_INVALID_ARGUMENT;
-  return fusedMatmul(lhs, rhs, bias, residual, nullptr, out, transposeLhs,
-                     transposeRhs, static_cast<mpActivation>(activation),
-                     compute);
-}
-
-extern "C" mpStatus mpFusedMatmulAux(const mpTensor *lhs, const mpTensor *rhs,
-                                     const mpTensor *bias,
-                                     const mpTensor *residual, mpTensor *aux,
-                                     mpTensor *out, int32_t transposeLhs,
-                                     int32_t transposeRhs, int32_t activation,
-                                     mpElementType compute) {
-  if (activation < MP_ACTIVATION_GELU ||
-      activation > MP_ACTIVATION_GELU_TANH_GRAD || !aux)
+  auto activation = static_cast<mpActivation>(activationValue);
+  if (bias && (!bias->data || bias->rank != 1 || bias->shape[0] != n ||
+               !isFloatType(bias->elementType)))
     return MP_ERROR_INVALID_ARGUMENT;
-  auto a = static_cast<mpActivation>(activation);
-  if (isGradient(a) && (bias || residual))
-    return MP_ERROR_INVALID_ARGUMENT;
-  return fusedMatmul(lhs, rhs, bias, residual, aux, out, transposeLhs,
-                     transposeRhs, a, compute);
+  if (residual) {
+    if (!residual->data || residual->elementType != out->elementType ||
+        residual->rank != out->rank)
+      return MP_ERROR_INVALID_ARGUMENT;
+    for (int32_t d = 0; d < out->rank; ++d)
+      if (residual->shape[d] != out->shape[d])
+        return MP_ERROR_INVALID_ARGUMENT;
+  }
+  if (compute == MP_F32 && k > 0 && mpNumElements(out) > 0 &&
+      libraryMatmul(lhs, rhs, bias, residual, out, ta, tb, m, n, k, b,
+                    activation))
+    return MP_OK;
+  if (compute == MP_F64)
+    return referenceFusedMatmul<double>(lhs, rhs, bias, residual, out, ta, tb,
+                                        activation, compute);
+  return referenceFusedMatmul<float>(lhs, rhs, bias, residual, out, ta, tb,
+                                     activation, compute);
 }
 
 extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,

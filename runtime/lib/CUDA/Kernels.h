@@ -86,11 +86,6 @@ mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                        mpTensor *out, int32_t transposeLhs,
                        int32_t transposeRhs, int32_t activation,
                        mpElementType compute);
-mpStatus mpFusedMatmulAux(const mpTensor *lhs, const mpTensor *rhs,
-                          const mpTensor *bias, const mpTensor *residual,
-                          mpTensor *aux, mpTensor *out, int32_t transposeLhs,
-                          int32_t transposeRhs, int32_t activation,
-                          mpElementType compute);
 /// out = activation(acc + bias + residual), rounded once to out's type:
 /// the epilogue of a fused matmul that cuBLASLt does not take, on the
 /// product `acc` (f32 or f64, out's shape) on the device.

@@ -376,31 +376,6 @@ mpStatus mp::cuda::mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
   return product(lhs, rhs, out, transposeLhs, transposeRhs, compute, nullptr);
 }
 
-namespace {
-
-/// Whether `t` has out's shape and type.
-bool likeOut(const mpTensor *t, const mpTensor *out) {
-  if (!validFloat(t) || t->elementType != out->elementType ||
-      t->rank != out->rank)
-    return false;
-  for (int32_t d = 0; d < out->rank; ++d)
-    if (t->shape[d] != out->shape[d])
-      return false;
-  return true;
-}
-
-/// A fused matmul's bias (a vector of out's last dimension) and residual
-/// (out's shape and type), each where given.
-bool validEpilogueOperands(const mpTensor *bias, const mpTensor *residual,
-                           const mpTensor *out) {
-  int64_t n = out->shape[out->rank - 1];
-  return (!bias || (validFloat(bias) && bias->rank == 1 &&
-                    bias->shape[0] == n)) &&
-         (!residual || likeOut(residual, out));
-}
-
-} // namespace
-
 mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                                  const mpTensor *bias,
                                  const mpTensor *residual, mpTensor *out,
@@ -415,8 +390,17 @@ mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
       activationValue > MP_ACTIVATION_GELU_TANH)
     return MP_ERROR_INVALID_ARGUMENT;
   auto activation = static_cast<mpActivation>(activationValue);
-  if (!validEpilogueOperands(bias, residual, out))
+  int64_t n = out->shape[out->rank - 1];
+  if (bias && (!validFloat(bias) || bias->rank != 1 || bias->shape[0] != n))
     return MP_ERROR_INVALID_ARGUMENT;
+  if (residual) {
+    if (!validFloat(residual) || residual->elementType != out->elementType ||
+        residual->rank != out->rank)
+      return MP_ERROR_INVALID_ARGUMENT;
+    for (int32_t d = 0; d < out->rank; ++d)
+      if (residual->shape[d] != out->shape[d])
+        return MP_ERROR_INVALID_ARGUMENT;
+  }
   // One cuBLASLt call where its epilogue does it all: f32 accumulation, a
   // bias of the output's type.
   Fusion fusion{CUBLASLT_EPILOGUE_DEFAULT, bias ? bias->data : nullptr,
@@ -440,52 +424,6 @@ mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   accumulators.data = acc.get();
   if (mpStatus st = product(lhs, rhs, &accumulators, transposeLhs,
                             transposeRhs, compute, nullptr))
-    return st;
-  return applyEpilogue(acc.get(), compute, bias, residual, out, activation);
-}
-
-// Not yet fused on the device: the product in the compute type, then
-// separate epilogue kernels. cuBLASLt's GELU_AUX and DGELU epilogues are
-// the tanh approximation only and write the pre-activation in the output's
-// type; using them where they match is left for when the CUDA backend runs
-// on a device (docs/Runtime.md).
-mpStatus mp::cuda::mpFusedMatmulAux(const mpTensor *lhs, const mpTensor *rhs,
-                                    const mpTensor *bias,
-                                    const mpTensor *residual, mpTensor *aux,
-                                    mpTensor *out, int32_t transposeLhs,
-                                    int32_t transposeRhs,
-                                    int32_t activationValue,
-                                    mpElementType compute) {
-  if (!context())
-    return MP_ERROR_BACKEND;
-  if (!validFloat(out) || out->rank < 2 || !aux || !likeOut(aux, out) ||
-      aux->data == out->data || (compute != MP_F32 && compute != MP_F64) ||
-      activationValue < MP_ACTIVATION_GELU ||
-      activationValue > MP_ACTIVATION_GELU_TANH_GRAD ||
-      !validEpilogueOperands(bias, residual, out))
-    return MP_ERROR_INVALID_ARGUMENT;
-  auto activation = static_cast<mpActivation>(activationValue);
-  bool gradient = activation == MP_ACTIVATION_GELU_GRAD ||
-                  activation == MP_ACTIVATION_GELU_TANH_GRAD;
-  if (gradient && (bias || residual))
-    return MP_ERROR_INVALID_ARGUMENT;
-  int64_t count = mpNumElements(out);
-  Scratch acc(size_t(count ? count : 1) * mpElementSize(compute));
-  if (!acc)
-    return MP_ERROR_OUT_OF_MEMORY;
-  mpTensor accumulators = *out;
-  accumulators.elementType = compute;
-  accumulators.data = acc.get();
-  if (mpStatus st = product(lhs, rhs, &accumulators, transposeLhs,
-                            transposeRhs, compute, nullptr))
-    return st;
-  if (gradient)
-    return cuda::mpActivationGrad(activation == MP_ACTIVATION_GELU_GRAD
-                                      ? MP_GELU_GRAD
-                                      : MP_GELU_TANH_GRAD,
-                                  &accumulators, aux, out, compute);
-  if (mpStatus st = applyEpilogue(acc.get(), compute, bias, residual, aux,
-                                  MP_ACTIVATION_NONE))
     return st;
   return applyEpilogue(acc.get(), compute, bias, residual, out, activation);
 }

@@ -226,31 +226,6 @@ LogicalResult FusedMatmulOp::verify() {
     if (residual.getType() != result)
       return emitOpError() << "residual of type " << residual.getType()
                            << " is not of the result's type " << result;
-  Activation activation = getActivation();
-  bool gradient = activation == Activation::gelu_grad ||
-                  activation == Activation::gelu_tanh_grad;
-  if (Value z = getActivationInput()) {
-    if (!gradient)
-      return emitOpError() << "has an activation_input, which only "
-                              "gelu_grad and gelu_tanh_grad read";
-    if (z.getType() != result)
-      return emitOpError() << "activation_input of type " << z.getType()
-                           << " is not of the result's type " << result;
-  } else if (gradient) {
-    return emitOpError() << "activation " << stringifyActivation(activation)
-                         << " needs an activation_input";
-  }
-  if (gradient && (getBias() || getResidual()))
-    return emitOpError() << "activation " << stringifyActivation(activation)
-                         << " takes no bias or residual";
-  if (Value z = getPreactivation()) {
-    if (activation != Activation::gelu && activation != Activation::gelu_tanh)
-      return emitOpError() << "has a preactivation result, which only gelu "
-                              "and gelu_tanh save";
-    if (z.getType() != result)
-      return emitOpError() << "preactivation of type " << z.getType()
-                           << " is not of the result's type " << result;
-  }
   // The epilogue runs on the accumulators, in the compute type.
   FloatType compute = getComputeType();
   if (!compute || compute.getWidth() < 32)
@@ -260,8 +235,8 @@ LogicalResult FusedMatmulOp::verify() {
 }
 
 OperandRole FusedMatmulOp::getOperandRole(unsigned index) {
-  // The bias, the residual and the activation input are read as stored,
-  // whatever the product's storage type.
+  // The bias and the residual are read as stored, whatever the product's
+  // storage type.
   return index < 2 ? OperandRole::Data : OperandRole::Parameter;
 }
 

@@ -6,10 +6,7 @@
 // one op at a time, in the order the epilogue applies them
 // (activation(product + bias + residual)), and only through values with no
 // other use, so nothing is computed twice. ReLU gradients are moved from
-// the pre-activation to the ReLU's output, which tells x > 0 as well. A
-// GELU's other readers (its gradient) read the fused op's second result,
-// the pre-activation it saves; and a tg.gelu_grad whose incoming gradient
-// is a matmul's only use becomes that matmul's gelu_grad epilogue.
+// the pre-activation to the ReLU's output, which tells x > 0 as well.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,10 +50,6 @@ struct Chain {
   SmallVector<Operation *, 3> ops;
   /// tg.relu_grad operands to move from the pre-activation to the output.
   SmallVector<OpOperand *, 2> reluGrads;
-  /// Other reads of a GELU's input: they move to the saved pre-activation.
-  SmallVector<OpOperand *, 2> preactivationUses;
-  /// The GELU input a gelu_grad epilogue reads.
-  Value activationInput;
 
   Value result() {
     return ops.empty() ? Value(matmul.getResult()) : ops.back()->getResult(0);
@@ -88,20 +81,9 @@ public:
 
 private:
   Chain grow(MatmulOp matmul) {
-    Chain c{matmul, {}, {}, Activation::none, {}, {}, {}, {}};
+    Chain c{matmul, {}, {}, Activation::none, {}, {}};
     if (!accumulatesWide(matmul))
       return c;
-    if (activation && preactivation)
-      if (auto grad = dyn_cast_or_null<GeluGradOp>(soleUser(c.result())))
-        if (grad.getGrad() == c.result() && grad.getSaved() != c.result() &&
-            grad.getType() == matmul.getType() &&
-            grad.getSaved().getType() == matmul.getType()) {
-          c.activation = grad.getTanhApprox() ? Activation::gelu_tanh_grad
-                                              : Activation::gelu_grad;
-          c.activationInput = grad.getSaved();
-          c.ops.push_back(grad);
-          return c;
-        }
     auto type = cast<RankedTensorType>(matmul.getResult().getType());
     int64_t n = type.getShape().back();
     // The bias: a vector of the last dimension.
@@ -130,50 +112,43 @@ private:
   }
 
   /// Adds a tg.relu or tg.gelu that reads the chain's value, when no other
-  /// op needs that value, or when the others can read what the fused op
-  /// writes: a ReLU gradient's read moves to the output, any read of a
-  /// GELU's input to the saved pre-activation.
+  /// op needs that value (a ReLU gradient's read moves to the output).
   void growActivation(Chain &c) {
     Value z = c.result();
     Operation *act = nullptr;
-    SmallVector<OpOperand *, 2> reluGrads, others;
+    SmallVector<OpOperand *, 2> reluGrads;
     for (OpOperand &use : z.getUses()) {
       Operation *user = use.getOwner();
       if (isa<ReluOp, GeluOp>(user) && !act) {
         act = user;
         continue;
       }
-      // Such reads must come after the activation, where the fused op
-      // will be.
-      if (user->getBlock() != z.getParentBlock())
-        return;
+      // A gradient that reads the output instead must come after the
+      // activation, where the fused op will be.
       auto grad = dyn_cast<ReluGradOp>(user);
-      if (grad && use.getOperandNumber() == 1 && grad.getGrad() != z)
+      if (grad && use.getOperandNumber() == 1 && grad.getGrad() != z &&
+          grad->getBlock() == z.getParentBlock()) {
         reluGrads.push_back(&use);
-      else
-        others.push_back(&use);
+        continue;
+      }
+      return;
     }
     if (!act || act->getBlock() != z.getParentBlock() ||
         act->getResult(0).getType() != z.getType())
       return;
-    for (ArrayRef<OpOperand *> uses : {ArrayRef(reluGrads), ArrayRef(others)})
-      for (OpOperand *use : uses)
-        if (!act->isBeforeInBlock(use->getOwner()))
-          return;
+    for (OpOperand *use : reluGrads)
+      if (!act->isBeforeInBlock(use->getOwner()))
+        return;
     if (auto gelu = dyn_cast<GeluOp>(act)) {
-      if (!preactivation && (!others.empty() || !reluGrads.empty()))
+      if (!reluGrads.empty())
         return;
       c.activation =
           gelu.getTanhApprox() ? Activation::gelu_tanh : Activation::gelu;
-      llvm::append_range(others, reluGrads);
-      c.preactivationUses = std::move(others);
     } else {
-      if (!others.empty())
-        return;
       c.activation = Activation::relu;
-      c.reluGrads = std::move(reluGrads);
     }
     c.ops.push_back(act);
+    c.reluGrads = std::move(reluGrads);
   }
 
   void fuse(Chain &c) {
@@ -186,18 +161,14 @@ private:
       locs.push_back(op->getLoc());
     OpBuilder b(last);
     MatmulOp m = c.matmul;
-    Type type = last->getResult(0).getType();
-    Type preactivation = c.preactivationUses.empty() ? Type() : type;
     auto fused = FusedMatmulOp::create(
-        b, b.getFusedLoc(locs), type, preactivation, m.getLhs(), m.getRhs(),
-        c.bias, c.residual, c.activationInput, m.getTransposeLhsAttr(),
+        b, b.getFusedLoc(locs), last->getResult(0).getType(), m.getLhs(),
+        m.getRhs(), c.bias, c.residual, m.getTransposeLhsAttr(),
         m.getTransposeRhsAttr(),
         ActivationAttr::get(b.getContext(), c.activation), m.getComputeAttr());
     last->getResult(0).replaceAllUsesWith(fused.getResult());
     for (OpOperand *use : c.reluGrads)
       use->set(fused.getResult());
-    for (OpOperand *use : c.preactivationUses)
-      use->set(fused.getPreactivation());
     for (Operation *op : llvm::reverse(c.ops))
       op->erase();
     m->erase();

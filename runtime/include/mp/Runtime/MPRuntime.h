@@ -336,10 +336,7 @@ typedef enum mpActivation {
   MP_ACTIVATION_NONE = 0,
   MP_ACTIVATION_RELU = 1,
   MP_ACTIVATION_GELU = 2,      /* x * Phi(x), with erf */
-  MP_ACTIVATION_GELU_TANH = 3, /* the tanh approximation */
-  /* dy * gelu'(x) for the pre-activation x (mpFusedMatmulAux only) */
-  MP_ACTIVATION_GELU_GRAD = 4,
-  MP_ACTIVATION_GELU_TANH_GRAD = 5
+  MP_ACTIVATION_GELU_TANH = 3  /* the tanh approximation */
 } mpActivation;
 
 /* out = activation(op(lhs) op(rhs) + bias + residual), as mpMatmul with an
@@ -353,21 +350,6 @@ mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                        mpTensor *out, int32_t transposeLhs,
                        int32_t transposeRhs, int32_t activation,
                        mpElementType compute);
-
-/* mpFusedMatmul for training, where the activation's gradient needs its
- * input, the pre-activation z = op(lhs) op(rhs) + bias + residual. `aux`
- * has out's shape and type:
- *  - GELU, GELU_TANH: out = activation(z), and z is written into `aux`, each
- *    rounded once from the compute type;
- *  - GELU_GRAD, GELU_TANH_GRAD: out = (op(lhs) op(rhs)) * gelu'(aux), the
- *    product being the gradient of the GELU's output and `aux` the z its
- *    forward epilogue saved; no bias or residual.
- * Any other activation is refused. `aux` must not alias out or an operand. */
-mpStatus mpFusedMatmulAux(const mpTensor *lhs, const mpTensor *rhs,
-                          const mpTensor *bias, const mpTensor *residual,
-                          mpTensor *aux, mpTensor *out, int32_t transposeLhs,
-                          int32_t transposeRhs, int32_t activation,
-                          mpElementType compute);
 
 /*===----------------------------------------------------------------------===*
  * Loss scaling (tg.unscale_grads, tg.update_loss_scale). The scale is a

@@ -133,11 +133,7 @@ def TG_Activation : I32EnumAttr<"Activation",
       // x * Phi(x), with erf.
       I32EnumAttrCase<"gelu", 2>,
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-      I32EnumAttrCase<"gelu_tanh", 3>,
-      // The product times the derivative of gelu (gelu_tanh) at the
-      // `activation_input` operand: the backward of a GELU epilogue.
-      I32EnumAttrCase<"gelu_grad", 4>,
-      I32EnumAttrCase<"gelu_tanh_grad", 5>
+      I32EnumAttrCase<"gelu_tanh", 3>
     ]> {
   let cppNamespace = "::mp::tg";
 }

@@ -371,41 +371,19 @@ def TG_FusedMatmulOp : TG_ComputeOp<"fused_matmul", "Allow", [
         : (tensor<32x64xbf16>, tensor<64x128xbf16>, tensor<128xbf16>)
         -> tensor<32x128xbf16>
     ```
-
-    In training, a GELU's gradient reads its input `z`. A fused GELU then
-    has a second result, `preactivation`, which is `z` (the epilogue's sum
-    before the activation, rounded to the result's type), and the gradient
-    fuses into the matmul that computes the gradient of the GELU's output:
-    activation `gelu_grad` (`gelu_tanh_grad`) multiplies the product by
-    gelu'(`activation_input`), with no bias or residual. The runtime's GEMM
-    computes both on tiles still in cache, which the separate `tg.gelu` and
-    `tg.gelu_grad` would read from and write to memory:
-
-    ```mlir
-    %y, %z = tg.fused_matmul %x, %w1 bias(%b1) activation(gelu)
-        : (tensor<32x64xf32>, tensor<64x256xf32>, tensor<256xf32>)
-        -> (tensor<32x256xf32>, tensor<32x256xf32>)
-    %dz = tg.fused_matmul %dh, %w2 transpose_rhs activation(gelu_grad)
-        activation_input(%z)
-        : (tensor<32x64xf32>, tensor<256x64xf32>, tensor<32x256xf32>)
-        -> tensor<32x256xf32>
-    ```
   }];
   let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
                        Optional<TG_FloatTensor>:$bias,
                        Optional<TG_FloatTensor>:$residual,
-                       Optional<TG_FloatTensor>:$activation_input,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
                        DefaultValuedAttr<TG_Activation,
                                          "::mp::tg::Activation::none">:$activation,
                        OptionalAttr<TG_ComputeTypeAttr>:$compute);
-  let results = (outs TG_FloatTensor:$result,
-                      Optional<TG_FloatTensor>:$preactivation);
+  let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
     (`transpose_rhs` $transpose_rhs^)? (`bias` `(` $bias^ `)`)?
     (`residual` `(` $residual^ `)`)? (`activation` `(` $activation^ `)`)?
-    (`activation_input` `(` $activation_input^ `)`)?
     (`compute` `(` $compute^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -485,23 +485,8 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
     ReLU: `tg.relu_grad` reads the pre-activation only to test `x > 0`,
     which the ReLU's output answers as well (`relu(x) > 0` exactly when
     `x > 0`), so its reads are moved to the output and the pre-activation
-    need not be kept. A GELU's gradient needs the pre-activation itself:
-    the fused op then saves it as a second result, which the GELU's other
-    readers read instead. And a `tg.gelu_grad` whose incoming gradient is
-    the only use of a matmul (the gradient of the layer after the GELU)
-    becomes that matmul's `gelu_grad` epilogue, reading the saved
-    pre-activation:
-
-    ```mlir
-    %z = tg.add %mm, %b : ...
-    %y = tg.gelu %z : ...
-    %dy = tg.matmul %dh, %w2 transpose_rhs compute(f32) : ...
-    %dz = tg.gelu_grad %dy, %z : ...
-    // becomes
-    %y, %z = tg.fused_matmul %x, %w1 bias(%b) activation(gelu) : ...
-    %dz = tg.fused_matmul %dh, %w2 transpose_rhs activation(gelu_grad)
-        activation_input(%z) : ...
-    ```
+    need not be kept. A GELU's gradient needs the pre-activation itself, so
+    in a training step a GELU stays outside.
 
     The epilogue is computed in the compute type and rounded once, so a
     fused step can differ from the unfused one by the roundings it saves
@@ -526,10 +511,6 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
            "Fuse a following tg.relu or tg.gelu">,
     Option<"residual", "residual", "bool", /*default=*/"true",
            "Fuse a following tg.add of a tensor of the product's type">,
-    Option<"preactivation", "preactivation", "bool", /*default=*/"true",
-           "With activation: fuse a tg.gelu whose input is read elsewhere "
-           "too (its gradient), saving that input as a second result, and "
-           "a tg.gelu_grad into the matmul of its incoming gradient">,
   ];
   let statistics = [
     Statistic<"numFused", "fused", "Matmuls given an epilogue">,
