@@ -94,6 +94,20 @@ if os.path.exists(os.path.join(config.mp_obj_root, "lib", "MPPlugin.so")):
     else:
         config.available_features.add("mlir-opt-plugin")
 
+# `--param cpu_isa=avx2` (or `scalar`) runs the suite on the CPU kernels of
+# an older instruction set, as MP_CPU_ISA caps them, with oneDNN capped to
+# match: on an AVX-512 machine, the AVX2 paths a CPU without AVX-512 takes.
+# ctest's check-mp-avx2 is that run (test/CMakeLists.txt).
+cpu_isa = lit_config.params.get("cpu_isa")
+if cpu_isa:
+    dnnl_isa = {"avx2": "AVX2", "scalar": "SSE41"}.get(cpu_isa)
+    if dnnl_isa is None:
+        lit_config.fatal("cpu_isa=%s: expected avx2 or scalar" % cpu_isa)
+    config.environment["MP_CPU_ISA"] = cpu_isa
+    config.environment["DNNL_MAX_CPU_ISA"] = dnnl_isa
+    lit_config.note("CPU kernels capped: MP_CPU_ISA=%s, DNNL_MAX_CPU_ISA=%s"
+                    % (cpu_isa, dnnl_isa))
+
 # What `mp-runner --device-info` finds. The CUDA backend: built
 # (cuda-backend) and, with a GPU, runnable (cuda-device); tests of the GPU
 # declare `REQUIRES: cuda-device` and are reported UNSUPPORTED, not passed,
