@@ -1,7 +1,7 @@
 """Writes token data for the transformer models as .npy files (no numpy).
 
 usage: write-tokens.py <dir> <rows> <length> <vocab> <classes|lm> [--seed S]
-                       [--right]
+                       [--right] [--empty-first-row]
 
 <dir>/ids.npy (int64 [rows, length], uniform token ids), <dir>/mask.npy
 (int64, 1 for a token and 0 for padding: every other row is padded on the
@@ -9,6 +9,8 @@ left, the rest on the right, each by 0 to length-2 positions, so that some
 query rows see nothing but padding; with --right, every row on the right) and <dir>/labels.npy (int32: [rows],
 the first token modulo 3, for `classes`; [rows, length], the previous
 token, for `lm`, and -100 on padding: ignored, as Hugging Face labels it).
+With --empty-first-row, the first row of the mask is all padding, a row no
+query can attend to.
 """
 
 import random
@@ -35,6 +37,9 @@ def main():
     right = "--right" in args
     if right:
         args.remove("--right")
+    empty_first = "--empty-first-row" in args
+    if empty_first:
+        args.remove("--empty-first-row")
     out, rows, length, vocab, kind = args[:5]
     rows, length, vocab = int(rows), int(length), int(vocab)
     seed = int(args[6]) if len(args) > 6 else 0
@@ -46,6 +51,8 @@ def main():
         keep = [0] * pad + [1] * (length - pad)
         if r % 2 or right:
             keep.reverse()
+        if r == 0 and empty_first:
+            keep = [0] * length
         ids += row
         mask += keep
         if kind == "classes":
