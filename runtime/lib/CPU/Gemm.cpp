@@ -82,8 +82,9 @@ MP_TARGET_AVX2 inline __m256i lanes8(int64_t n) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/// Each ISA's tile shape and vector operations; `pack`, `packLinesAlongK`
-/// and `tileFor` come from MP_GEMM_KERNELS below. `pack` packs lines
+/// Each ISA's tile shape and vector operations; `loadFirst`, `storeFirst`,
+/// `pack`, `packLinesAlongK` and `tileFor` come from MP_GEMM_KERNELS
+/// below. `pack` packs lines
 /// [0, lines) of an operand, `step` apart and `depth` long (`along` apart
 /// along k), into panels `width` wide, one after another: panel p at
 /// to + p * width * depth holds to[x * width + l] = line p * width + l at
@@ -94,20 +95,16 @@ struct Avx512 {
   static constexpr int64_t kLanes = 16, kRows = 14, kColumns = 32;
   MP_TARGET_AVX512 static V zero() { return _mm512_setzero_ps(); }
   MP_TARGET_AVX512 static V load(const float *p) { return _mm512_loadu_ps(p); }
-  /// p[0, n) and zeros: nothing past n is read, nothing at all for n <= 0
-  /// (a masked access whose address lies past a buffer is not made).
-  MP_TARGET_AVX512 static V loadFirst(const float *p, int64_t n) {
-    if (n >= kLanes)
-      return _mm512_loadu_ps(p);
-    return n > 0 ? _mm512_maskz_loadu_ps(lanes16(n), p) : zero();
+  MP_TARGET_AVX512 static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
+  /// The first n lanes, 0 < n < kLanes (loadFirst, storeFirst).
+  MP_TARGET_AVX512 static V loadPartial(const float *p, int64_t n) {
+    return _mm512_maskz_loadu_ps(lanes16(n), p);
   }
-  /// Stores lanes [0, n) of v, likewise.
-  MP_TARGET_AVX512 static void storeFirst(float *p, V v, int64_t n) {
-    if (n >= kLanes)
-      _mm512_storeu_ps(p, v);
-    else if (n > 0)
-      _mm512_mask_storeu_ps(p, lanes16(n), v);
+  MP_TARGET_AVX512 static void storePartial(float *p, V v, int64_t n) {
+    _mm512_mask_storeu_ps(p, lanes16(n), v);
   }
+  static V loadFirst(const float *p, int64_t n);
+  static void storeFirst(float *p, V v, int64_t n);
   MP_TARGET_AVX512 static V broadcast(const float *p) {
     return _mm512_set1_ps(*p);
   }
@@ -160,18 +157,16 @@ struct Avx2 {
   static constexpr int64_t kLanes = 8, kRows = 6, kColumns = 16;
   MP_TARGET_AVX2 static V zero() { return _mm256_setzero_ps(); }
   MP_TARGET_AVX2 static V load(const float *p) { return _mm256_loadu_ps(p); }
+  MP_TARGET_AVX2 static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
   // vmaskmov only for partial vectors: it is microcoded on some AMD cores.
-  MP_TARGET_AVX2 static V loadFirst(const float *p, int64_t n) {
-    if (n >= kLanes)
-      return _mm256_loadu_ps(p);
-    return n > 0 ? _mm256_maskload_ps(p, lanes8(n)) : zero();
+  MP_TARGET_AVX2 static V loadPartial(const float *p, int64_t n) {
+    return _mm256_maskload_ps(p, lanes8(n));
   }
-  MP_TARGET_AVX2 static void storeFirst(float *p, V v, int64_t n) {
-    if (n >= kLanes)
-      _mm256_storeu_ps(p, v);
-    else if (n > 0)
-      _mm256_maskstore_ps(p, lanes8(n), v);
+  MP_TARGET_AVX2 static void storePartial(float *p, V v, int64_t n) {
+    _mm256_maskstore_ps(p, lanes8(n), v);
   }
+  static V loadFirst(const float *p, int64_t n);
+  static void storeFirst(float *p, V v, int64_t n);
   MP_TARGET_AVX2 static V broadcast(const float *p) {
     return _mm256_broadcast_ss(p);
   }
@@ -211,6 +206,22 @@ struct Avx2 {
 
 // The tile is two vectors wide: kColumns = 2 kLanes.
 #define MP_GEMM_KERNELS(ISA, TARGET)                                           \
+  /* p[0, n) and zeros: nothing past n is read, nothing at all for n <= 0      \
+     (a masked access whose address lies past a buffer is not made), and       \
+     whole vectors without a mask. */                                          \
+  TARGET inline ISA::V ISA::loadFirst(const float *p, int64_t n) {             \
+    if (n >= kLanes)                                                           \
+      return load(p);                                                          \
+    return n > 0 ? loadPartial(p, n) : zero();                                 \
+  }                                                                            \
+  /* Stores lanes [0, n) of v, likewise. */                                    \
+  TARGET inline void ISA::storeFirst(float *p, V v, int64_t n) {               \
+    if (n >= kLanes)                                                           \
+      store(p, v);                                                             \
+    else if (n > 0)                                                            \
+      storePartial(p, v, n);                                                   \
+  }                                                                            \
+                                                                               \
   TARGET void ISA::pack(const float *from, int64_t step, int64_t along,        \
                         int64_t lines, int64_t width, int64_t depth,           \
                         float *to) {                                           \
