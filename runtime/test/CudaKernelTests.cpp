@@ -890,13 +890,15 @@ std::vector<Case> cases() {
     all.push_back(std::move(c));
   }
   // Fused matmuls: cuBLASLt's epilogues (bias, ReLU, tanh GELU, the
-  // residual as C; folded and strided batches) and the fallback kernel (an
-  // exact GELU, a bias of another type, a broadcast batch).
+  // residual as C, a scaled product; folded and strided batches) and the
+  // fallback kernel (an exact GELU, a bias of another type, a broadcast
+  // batch).
   struct FusedCase {
     mpElementType in, out, bias;
     std::vector<int64_t> lhs, rhs, result;
     int tl, tr, activation;
     bool hasBias, hasResidual;
+    double alpha = 1;
   };
   const char *activationNames[] = {"none", "relu", "gelu", "gelu_tanh"};
   for (const FusedCase &f : {
@@ -907,12 +909,17 @@ std::vector<Case> cases() {
            FusedCase{MP_F16, MP_F16, MP_F16, {48, 64}, {64, 32}, {48, 32}, 0, 0, 2, true, false},
            FusedCase{MP_BF16, MP_BF16, MP_F32, {48, 64}, {64, 32}, {48, 32}, 0, 0, 1, true, true},
            FusedCase{MP_F16, MP_F32, MP_F16, {2, 1, 16, 8}, {1, 3, 8, 12}, {2, 3, 16, 12}, 0, 0, 3, true, true},
-           FusedCase{MP_F16, MP_F16, MP_F16, {32, 64}, {64, 48}, {32, 48}, 0, 0, 0, false, true}}) {
+           FusedCase{MP_F16, MP_F16, MP_F16, {32, 64}, {64, 48}, {32, 48}, 0, 0, 0, false, true},
+           // An SGD update folded into a weight gradient, and a scaled
+           // attention product with a bias and the exact GELU (fallback).
+           FusedCase{MP_F32, MP_F32, MP_F32, {96, 64}, {96, 48}, {64, 48}, 1, 0, 0, false, true, -0.01},
+           FusedCase{MP_BF16, MP_BF16, MP_BF16, {4, 32, 64}, {4, 48, 64}, {4, 32, 48}, 0, 1, 2, true, false, 0.125}}) {
     Case c{std::string("fused_matmul ") + typeName(f.in) + " -> " +
                typeName(f.out) + " " + activationNames[f.activation] +
                (f.hasBias ? std::string(" bias ") + typeName(f.bias) : "") +
                (f.hasResidual ? " residual" : "") + (f.tl ? " lhs^T" : "") +
-               (f.tr ? " rhs^T" : ""),
+               (f.tr ? " rhs^T" : "") +
+               (f.alpha != 1 ? " alpha " + std::to_string(f.alpha) : ""),
            ENTRY(fused_matmul), {},
            double(f.tl ? f.lhs[f.lhs.size() - 2] : f.lhs.back()), nullptr};
     int lhs = random(c, f.in, f.lhs), rhs = random(c, f.in, f.rhs);
@@ -921,7 +928,8 @@ std::vector<Case> cases() {
     int out = output(c, f.out, f.result);
     c.fields = [=](Words &w, const Emit &e) {
       w.push_back(f.tl); w.push_back(f.tr); w.push_back(f.activation);
-      w.push_back(f.hasBias); w.push_back(f.hasResidual); w.push_back(MP_F32);
+      w.push_back(f.hasBias); w.push_back(f.hasResidual);
+      w.push_back(bits(f.alpha)); w.push_back(MP_F32);
       e(lhs); e(rhs);
       if (bias >= 0) e(bias);
       if (residual >= 0) e(residual);

@@ -884,11 +884,13 @@ void testMatmul(std::mt19937_64 &rng) {
         "matmul: mismatched contraction dimensions are refused");
 }
 
-/// mpFusedMatmul against float64: activation(lhs x rhs + bias + residual)
-/// for every activation, with and without each addend (the residual also
-/// in place, aliasing the output), on the oneDNN post-op paths (f32, bf16,
-/// f16 widened; batched and folded) and the reference loops (f64 compute,
-/// a broadcast batch oneDNN does not take).
+/// mpFusedMatmul against float64: activation(alpha (lhs x rhs) + bias +
+/// residual) for every activation, with and without each addend (the
+/// residual also in place, aliasing the output), alpha 1 and not (every
+/// other call: an SGD step's -lr, a 1/sqrt(d), a negative power of two), on
+/// the oneDNN post-op paths (f32, bf16, f16 widened; batched and folded),
+/// the packed GEMM and the reference loops (f64 compute, a broadcast batch
+/// oneDNN does not take, a scaled product with a bias).
 void testFusedMatmul(std::mt19937_64 &rng) {
   struct Shape {
     std::vector<int64_t> a, b;
@@ -939,6 +941,8 @@ void testFusedMatmul(std::mt19937_64 &rng) {
             bool hasBias = addends & 1, hasResidual = addends & 2;
             if (inPlace && !hasResidual)
               continue;
+            const double alphas[] = {1.0, -0.01, 0.125, 0.35355339059327373};
+            double alpha = alphas[calls % 4];
             std::vector<double> ea, eb, ebias, eres;
             int64_t n = sh.out.back(), count = numel(sh.out);
             int64_t k = sh.ta ? sh.a[sh.a.size() - 2] : sh.a.back();
@@ -958,40 +962,45 @@ void testFusedMatmul(std::mt19937_64 &rng) {
                      O = tensorOfShape(out.data(), ty.out, sh.out);
             ++calls;
             if (mpFusedMatmul(&A, &B, hasBias ? &Bias : nullptr,
-                              hasResidual ? &R : nullptr, &O, sh.ta, sh.tb,
-                              act, ty.compute) != MP_OK) {
+                              hasResidual ? &R : nullptr, &O, sh.ta, sh.tb, act,
+                              alpha, ty.compute) != MP_OK) {
               std::printf("  mpFusedMatmul failed: shape #%d, %s\n",
                           int(&sh - &shapes[0]), actNames[act]);
               ok = false;
               continue;
             }
-            // The matmul's bound (mpMatmul's test), the epilogue's own
-            // roundings in the compute type (two additions, the activation
-            // within a few units), through the activation's slope (at most
-            // 1.13 for GELU), then one rounding to the output.
+            // The matmul's bound (mpMatmul's test) times |alpha|, the
+            // epilogue's own roundings in the compute type (alpha itself
+            // and its product, two additions, the activation within a few
+            // units), through the activation's slope (at most 1.13 for
+            // GELU), then one rounding to the output.
             double u = unitRoundoff(ty.compute), uOut = unitRoundoff(ty.out);
+            double used = ty.compute == MP_F64 ? alpha : double(float(alpha));
             double gamma = std::expm1(k * std::log1p(u));
             for (int64_t i = 0; i < count; ++i) {
               int64_t col = i % n;
               double mag;
               double acc = referenceDot(ea, sh.a, sh.ta, eb, sh.b, sh.tb,
                                         sh.out, i, mag);
-              double pre = acc + (hasBias ? ebias[col] : 0) +
+              double pre = alpha * acc + (hasBias ? ebias[col] : 0) +
                            (hasResidual ? eres[i] : 0);
-              double sum = std::fabs(acc) + (hasBias ? std::fabs(ebias[col]) : 0) +
+              double sum = std::fabs(alpha * acc) +
+                           (hasBias ? std::fabs(ebias[col]) : 0) +
                            (hasResidual ? std::fabs(eres[i]) : 0);
               double ref = activate(act, pre);
-              double bound = 1.13 * (gamma * mag + 2 * u * sum) +
+              double bound = 1.13 * (std::fabs(used) * gamma * mag +
+                                     std::fabs(used - alpha) * std::fabs(acc) +
+                                     3 * u * sum) +
                              4 * u * std::fabs(ref) + uOut * std::fabs(ref) +
                              k * tiniest(ty.compute) + tiniest(ty.out);
               double err = std::fabs(readBack(out, ty.out, i) - ref);
               if (!(err <= bound)) {
                 if (ok)
-                  std::printf("  shape #%d %s bias %d residual %d%s, "
-                              "element %lld: got %.9g, want %.9g, bound "
-                              "%.3g\n",
+                  std::printf("  shape #%d %s bias %d residual %d%s "
+                              "alpha %g, element %lld: got %.9g, want "
+                              "%.9g, bound %.3g\n",
                               int(&sh - &shapes[0]), actNames[act], hasBias,
-                              hasResidual, inPlace ? " in place" : "",
+                              hasResidual, inPlace ? " in place" : "", alpha,
                               (long long)i, readBack(out, ty.out, i), ref,
                               bound);
                 ok = false;
@@ -1015,23 +1024,27 @@ void testFusedMatmul(std::mt19937_64 &rng) {
            wrongBias = tensorOfShape(x + 12, MP_F32, {3}),
            wrongResidual = tensorOfShape(x + 12, MP_F16, {2, 2}),
            wideRhs = tensorOfShape(x, MP_F32, {2, 3});
-  check(mpFusedMatmul(&A, &B, &wrongBias, nullptr, &O, 0, 0,
-                      MP_ACTIVATION_NONE, MP_F32) == MP_ERROR_INVALID_ARGUMENT &&
-            mpFusedMatmul(&A, &B, nullptr, &wrongResidual, &O, 0, 0,
-                          MP_ACTIVATION_NONE, MP_F32) ==
-                MP_ERROR_INVALID_ARGUMENT &&
-            mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0,
-                          7, MP_F32) ==
-                MP_ERROR_INVALID_ARGUMENT &&
-            mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0,
-                          MP_ACTIVATION_RELU, MP_F16) ==
-                MP_ERROR_INVALID_ARGUMENT &&
-            mpFusedMatmul(&A, &wideRhs, nullptr, nullptr, &O, 0, 0,
-                          MP_ACTIVATION_NONE, MP_F32) ==
-                MP_ERROR_INVALID_ARGUMENT,
-        "fused matmul refuses a bias of the wrong length, a residual of "
-        "another type, an unknown activation, low-precision accumulation "
-        "and an rhs wider than the output");
+  check(
+      mpFusedMatmul(&A, &B, &wrongBias, nullptr, &O, 0, 0, MP_ACTIVATION_NONE,
+                    1.0, MP_F32) == MP_ERROR_INVALID_ARGUMENT &&
+          mpFusedMatmul(&A, &B, nullptr, &wrongResidual, &O, 0, 0,
+                        MP_ACTIVATION_NONE, 1.0,
+                        MP_F32) == MP_ERROR_INVALID_ARGUMENT &&
+          mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0, 7, 1.0, MP_F32) ==
+              MP_ERROR_INVALID_ARGUMENT &&
+          mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0, MP_ACTIVATION_RELU,
+                        1.0, MP_F16) == MP_ERROR_INVALID_ARGUMENT &&
+          mpFusedMatmul(&A, &wideRhs, nullptr, nullptr, &O, 0, 0,
+                        MP_ACTIVATION_NONE, 1.0,
+                        MP_F32) == MP_ERROR_INVALID_ARGUMENT &&
+          mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0, MP_ACTIVATION_NONE,
+                        NAN, MP_F32) == MP_ERROR_INVALID_ARGUMENT &&
+          mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0, MP_ACTIVATION_NONE,
+                        1e300, MP_F32) == MP_ERROR_INVALID_ARGUMENT,
+      "fused matmul refuses a bias of the wrong length, a residual of "
+      "another type, an unknown activation, low-precision accumulation, "
+      "an rhs wider than the output and an alpha that is not finite (in "
+      "the compute type)");
 }
 
 /// The runtime's packed f32 GEMM (runtime/lib/CPU/Gemm.h) called directly,
@@ -1301,7 +1314,7 @@ void testElementwise(std::mt19937_64 &rng) {
           mpTensor A = tensorOfShape(al.data(), t, {m, k}),
                    B = tensorOfShape(bl.data(), t, {k, nn}),
                    O = tensorOfShape(out.data(), t, {m, nn});
-          bool ok = mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0, act,
+          bool ok = mpFusedMatmul(&A, &B, nullptr, nullptr, &O, 0, 0, act, 1.0,
                                   MP_F32) == MP_OK;
           for (int64_t j = 0; ok && j < nn; ++j)
             ok = std::isnan(readBack(out, t, j)) &&

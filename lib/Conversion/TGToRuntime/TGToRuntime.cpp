@@ -190,6 +190,9 @@ Value getInPlaceOperand(Operation *op, unsigned result) {
       .Case([&](UpdateLossScaleOp u) -> Value {
         return result == 0 ? u.getScale() : u.getGoodSteps();
       })
+      // The residual (a parameter whose SGD update the product's epilogue
+      // does): the GEMM reads each element before writing it.
+      .Case([&](FusedMatmulOp f) -> Value { return f.getResidual(); })
       .Default([](Operation *) { return Value(); });
 }
 
@@ -902,6 +905,7 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.i(static_cast<int64_t>(o.getActivation()));
             c.i(o.getBias() != nullptr);
             c.i(o.getResidual() != nullptr);
+            c.f(o.getAlpha().convertToDouble());
             c.type(computeOf(o));
             for (Value v : o->getOperands())
               c.tensor(operand(v));

@@ -419,15 +419,20 @@ bool matrixDesc(dnnl_data_type_t dt, int64_t batch, int64_t rows, int64_t cols,
 
 } // namespace
 
-/// The post-ops of `epilogue` in `attr` (sum first, then the activation:
-/// oneDNN adds the bias before either).
+/// The post-ops of `epilogue` in `attr` (the scale as a linear eltwise op
+/// first, then the sum, then the activation: oneDNN adds the bias before
+/// any, which is why a scaled product has none).
 bool setPostOps(const mp::rt::DnnlEpilogue &epilogue,
                 dnnl_primitive_attr_t attr) {
   dnnl_post_ops_t ops = nullptr;
   if (dnnl_post_ops_create(&ops) != dnnl_success)
     return false;
-  bool ok = !epilogue.sum || dnnl_post_ops_append_sum(ops, 1.0f) ==
-                                 dnnl_success;
+  bool ok = epilogue.alpha == 1.0f ||
+            (!epilogue.bias && dnnl_post_ops_append_eltwise(
+                                   ops, 1.0f, dnnl_eltwise_linear,
+                                   epilogue.alpha, 0.0f) == dnnl_success);
+  ok = ok &&
+       (!epilogue.sum || dnnl_post_ops_append_sum(ops, 1.0f) == dnnl_success);
   dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
   switch (epilogue.activation) {
   case MP_ACTIVATION_RELU: alg = dnnl_eltwise_relu; break;
@@ -464,11 +469,16 @@ bool lookupMatmul(mpElementType lhsType, mpElementType rhsType,
     batches = 1;
     lhsShared = true;
   }
+  uint32_t alphaBits;
+  std::memcpy(&alphaBits, &epi.alpha, sizeof alphaBits);
+  // clang-format off
   std::vector<int64_t> id = {
       lhsType,          resultType,       m,         n,
       k,                batches,          ta,        tb,
       lhsShared,        rhsShared,        epi.bias != nullptr,
-      epi.activation,   epi.sum,          lhsRows,   rhsRows};
+      epi.activation,   epi.sum,          lhsRows,   rhsRows,
+      alphaBits};
+  // clang-format on
   std::lock_guard<std::mutex> lock(cacheMutex);
   Key key{-1, id};
   auto it = cache.find(key);

@@ -41,6 +41,7 @@ bool gemmConv2d(DnnlConv kind, const mpTensor *src, const mpTensor *weights,
 /// A matmul epilogue as oneDNN post-ops: out = activation(product + bias +
 /// (sum ? out : 0)), in f32 on the accumulators.
 struct DnnlEpilogue {
+  float alpha = 1.0f;          // the product's scale (none without a bias)
   const float *bias = nullptr; // n elements, or null
   mpActivation activation = MP_ACTIVATION_NONE;
   bool sum = false; // add what `out` holds (the residual, copied there)

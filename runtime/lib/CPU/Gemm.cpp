@@ -50,11 +50,12 @@ constexpr int64_t kDepth = 256; // the longest block along k (KC)
 constexpr int64_t kMinimumProduct = int64_t(1) << 21;
 
 /// A tile: `rows` rows of the panel `ap` times the first `columns` columns
-/// of the panel `bp`, over `depth` steps, stored into c (row step `ldc`)
-/// plus the bias (when given) plus c's own values (when `load`).
+/// of the panel `bp`, over `depth` steps, times `alpha` (when not null),
+/// stored into c (row step `ldc`) plus the bias (when given) plus c's own
+/// values (when `load`).
 using TileFn = void (*)(int64_t depth, const float *ap, const float *bp,
-                        float *c, int64_t ldc, const float *bias, bool load,
-                        int64_t columns);
+                        float *c, int64_t ldc, const float *alpha,
+                        const float *bias, bool load, int64_t columns);
 
 #ifdef MP_X86
 
@@ -112,6 +113,7 @@ struct Avx512 {
     return _mm512_fmadd_ps(a, b, c);
   }
   MP_TARGET_AVX512 static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  MP_TARGET_AVX512 static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   /// r[i] lane j becomes r[j] lane i: unpacks within 128-bit lanes, then
   /// 128-bit lane shuffles.
   MP_TARGET_AVX512 static void transpose(V r[16]) {
@@ -174,6 +176,7 @@ struct Avx2 {
     return _mm256_fmadd_ps(a, b, c);
   }
   MP_TARGET_AVX2 static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  MP_TARGET_AVX2 static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   MP_TARGET_AVX2 static void transpose(V r[8]) {
     V t[8], u[8];
     for (int i = 0; i < 4; ++i) {
@@ -264,8 +267,8 @@ struct Avx2 {
                                                                                \
   template <int R>                                                             \
   TARGET void tile##ISA(int64_t depth, const float *ap, const float *bp,       \
-                        float *c, int64_t ldc, const float *bias, bool load,   \
-                        int64_t columns) {                                     \
+                        float *c, int64_t ldc, const float *alpha,             \
+                        const float *bias, bool load, int64_t columns) {       \
     using V = ISA::V;                                                          \
     constexpr int64_t kLanes = ISA::kLanes;                                    \
     V acc[R][2];                                                               \
@@ -282,6 +285,7 @@ struct Avx2 {
       bp += ISA::kColumns;                                                     \
     }                                                                          \
     int64_t high = columns - kLanes;                                           \
+    V scale = alpha ? ISA::broadcast(alpha) : ISA::zero();                     \
     V bias0 = ISA::zero(), bias1 = ISA::zero();                                \
     if (bias) {                                                                \
       bias0 = ISA::loadFirst(bias, columns);                                   \
@@ -290,6 +294,10 @@ struct Avx2 {
     _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                     \
       float *row = c + i * ldc;                                                \
       V v0 = acc[i][0], v1 = acc[i][1];                                        \
+      if (alpha) {                                                             \
+        v0 = ISA::mul(v0, scale);                                              \
+        v1 = ISA::mul(v1, scale);                                              \
+      }                                                                        \
       if (bias) {                                                              \
         v0 = ISA::add(v0, bias0);                                              \
         v1 = ISA::add(v1, bias1);                                              \
@@ -341,12 +349,13 @@ struct Panels {
 template <typename Isa>
 void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
             const GemmOperand &b, float *c, int64_t ldc, const float *bias,
-            bool accumulate) {
+            bool accumulate, float alpha) {
   constexpr int64_t kRows = Isa::kRows, kColumns = Isa::kColumns;
   int64_t rowPanels = (m + kRows - 1) / kRows;
   int64_t columnPanels = (n + kColumns - 1) / kColumns;
   int64_t blocks = (k + kDepth - 1) / kDepth;
   int64_t depth = (k + blocks - 1) / blocks; // blocks of equal length
+  const float *scale = alpha == 1.0f ? nullptr : &alpha;
   thread_local Panels aKept, bKept;
   float *aPacked = aKept.get(rowPanels * kRows * depth);
   float *bPacked = bKept.get(columnPanels * kColumns * depth);
@@ -375,8 +384,8 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
         for (int64_t p = p0; p < p1; ++p) {
           int64_t i0 = p * kRows;
           Isa::tileFor(std::min(kRows, m - i0))(
-              d, aPacked + p * kRows * d, bp, c + i0 * ldc + j0, ldc, tileBias,
-              !first || accumulate, std::min(kColumns, n - j0));
+              d, aPacked + p * kRows * d, bp, c + i0 * ldc + j0, ldc, scale,
+              tileBias, !first || accumulate, std::min(kColumns, n - j0));
         }
       }
       // The next block repacks b, which the other threads may still read,
@@ -434,18 +443,18 @@ bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k) {
 
 void mp::rt::packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a,
                         GemmOperand b, float *c, int64_t ldc, const float *bias,
-                        bool accumulate) {
+                        bool accumulate, float alpha) {
 #ifdef MP_X86
   if (m <= 0 || n <= 0 || k <= 0)
     return; // outside packedGemmTakes's products: nothing to sum
   assert((a.rowStep == 1 || a.colStep == 1) &&
          (b.rowStep == 1 || b.colStep == 1) && "an operand with no unit step");
   if (cpuFeatures().avx512)
-    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate);
+    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate, alpha);
   else
-    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, accumulate);
+    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, accumulate, alpha);
 #else
   (void)m, (void)n, (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)bias,
-      (void)accumulate;
+      (void)accumulate, (void)alpha;
 #endif
 }

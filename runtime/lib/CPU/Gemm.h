@@ -32,12 +32,15 @@ struct GemmOperand {
 /// for packing its operands.
 bool packedGemmTakes(int64_t m, int64_t n, int64_t k);
 
-/// c[i * ldc + j] = sum over x < k of a(i, x) b(x, j), for i < m and j < n,
-/// plus bias[j] where `bias` is given, plus what c holds where `accumulate`
-/// is set; f32 accumulation in blocks of up to 256 along k. Only for
-/// products packedGemmTakes took; c must not overlap a, b or bias.
+/// c[i * ldc + j] = alpha times the sum over x < k of a(i, x) b(x, j), for
+/// i < m and j < n, plus bias[j] where `bias` is given, plus what c holds
+/// where `accumulate` is set; f32 accumulation in blocks of up to 256 along
+/// k, each block's sums scaled by alpha (no multiply where alpha is 1) as
+/// it is added. Only for products packedGemmTakes took; c must not overlap
+/// a, b or bias.
 void packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
-                float *c, int64_t ldc, const float *bias, bool accumulate);
+                float *c, int64_t ldc, const float *bias, bool accumulate,
+                float alpha = 1.0f);
 
 } // namespace mp::rt
 

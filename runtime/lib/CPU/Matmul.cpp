@@ -251,7 +251,7 @@ template <typename T> T activate(mpActivation a, T x) {
 void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
                   int64_t m, int64_t n, int64_t k, int64_t count,
                   bool lhsShared, bool rhsShared, const float *bias,
-                  bool accumulate) {
+                  bool accumulate, float alpha) {
   if (!ta && rhsShared && !lhsShared) {
     m *= count;
     count = 1;
@@ -261,26 +261,30 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
     const float *rm = rhsShared ? r : r + i * k * n;
     GemmOperand a = ta ? GemmOperand{lm, 1, m} : GemmOperand{lm, k, 1};
     GemmOperand b = tb ? GemmOperand{rm, 1, k} : GemmOperand{rm, n, 1};
-    packedGemm(m, n, k, a, b, o + i * m * n, n, bias, accumulate);
+    packedGemm(m, n, k, a, b, o + i * m * n, n, bias, accumulate, alpha);
   }
 }
 
-/// f32 accumulation on oneDNN, when every operand has either one matrix or
-/// one per output batch (then in output order): f32 operands as they are,
+/// f32 accumulation on oneDNN or the packed GEMM, when every operand has
+/// either one matrix or one per output batch (then in output order): f32
+/// operands as they are,
 /// bf16 ones too where the CPU has bf16 dot products (dnnlTakesBf16), else
 /// widened to f32 first, as f16 operands always are (no f16 GEMM),
 /// outputs oneDNN cannot write computed in f32 and narrowed. The epilogue
 /// of a fused matmul (a bias, a residual, an activation; none for a plain
 /// one) runs as oneDNN post-ops on the f32 accumulators; the residual goes
-/// into the output first, where the sum post-op reads it. ReLU is the
+/// into the output first, where the sum post-op reads it. oneDNN adds the
+/// bias before its post-ops, so a product scaled by `alpha` with a bias is
+/// only the packed GEMM's (false where it does not take it). ReLU is the
 /// exception: oneDNN's ReLU post-op is max(x, 0), which maps NaN to 0, so
 /// it runs after the product as the runtime's own (mpUnary), which keeps
 /// NaN as the loops and the unfused op do. Rounding to the output type
 /// keeps signs, so ReLU after it gives the same bits as before it.
 bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
-                        const mpTensor *bias, const mpTensor *residual,
-                        mpTensor *out, bool ta, bool tb, int64_t m, int64_t n,
-                        int64_t k, const Batching &b, mpActivation activation) {
+                   const mpTensor *bias, const mpTensor *residual,
+                   mpTensor *out, bool ta, bool tb, int64_t m, int64_t n,
+                   int64_t k, const Batching &b, mpActivation activation,
+                   float alpha) {
   int64_t lc = matrices(lhs), rc = matrices(rhs);
   if (!libraryKernelsEnabled() || !isTileType(lhs->elementType) ||
       !isTileType(out->elementType) || (lc != 1 && lc != b.count) ||
@@ -292,6 +296,8 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   bool reluAfter = activation == MP_ACTIVATION_RELU;
   epilogue.activation = reluAfter ? MP_ACTIVATION_NONE : activation;
   epilogue.sum = residual != nullptr;
+  epilogue.alpha = alpha;
+  bool dnnlTakes = alpha == 1.0f || !bias;
   auto finish = [&] {
     return !reluAfter || mpUnary(MP_RELU, out, out, MP_F32) == MP_OK;
   };
@@ -303,7 +309,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
                   size_t(count) * mpElementSize(out->elementType));
   };
   if (lhs->elementType == MP_BF16 && out->elementType != MP_F16 &&
-      dnnlTakesBf16()) {
+      dnnlTakesBf16() && dnnlTakes) {
     residualIntoOut();
     if (dnnlMatmul(lhs, rhs, out, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
                    &epilogue))
@@ -326,6 +332,8 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   // epilogue a bias and a residual (ReLU runs after either way).
   bool packed = epilogue.activation == MP_ACTIVATION_NONE &&
                 packedGemmTakes(rowsOfProduct, n, k);
+  if (!packed && !dnnlTakes)
+    return false;
   l.data = const_cast<float *>(matmulOperand(
       lhs, !packed && ta && dnnlWantsPaddedRows(m * floatBytes, n), lt,
       lhsRows));
@@ -346,7 +354,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
     packedMatmul(static_cast<const float *>(l.data),
                  static_cast<const float *>(r.data),
                  static_cast<float *>(o.data), ta, tb, m, n, k, b.count,
-                 lc == 1, rc == 1, epilogue.bias, epilogue.sum);
+                 lc == 1, rc == 1, epilogue.bias, epilogue.sum, alpha);
   } else if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
                          &epilogue, lhsRows, rhsRows)) {
     return false;
@@ -362,7 +370,8 @@ template <typename T>
 mpStatus referenceFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                               const mpTensor *bias, const mpTensor *residual,
                               mpTensor *out, bool ta, bool tb,
-                              mpActivation activation, mpElementType compute) {
+                              mpActivation activation, T alpha,
+                              mpElementType compute) {
   int64_t count = mpNumElements(out), n = out->shape[out->rank - 1];
   std::vector<T> acc(count);
   mpTensor product = *out;
@@ -378,7 +387,7 @@ mpStatus referenceFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   }
   parallelFor(count / (n ? n : 1), 64, [&](int64_t rowBegin, int64_t rowEnd) {
     for (int64_t i = rowBegin * n, e = rowEnd * n; i < e; ++i) {
-      T v = acc[i];
+      T v = alpha == T(1) ? acc[i] : alpha * acc[i];
       if (bias)
         v += biasT[i % n];
       if (residual)
@@ -395,7 +404,7 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                                   const mpTensor *bias,
                                   const mpTensor *residual, mpTensor *out,
                                   int32_t transposeLhs, int32_t transposeRhs,
-                                  int32_t activationValue,
+                                  int32_t activationValue, double alpha,
                                   mpElementType compute) {
   bool ta = transposeLhs, tb = transposeRhs;
   int64_t m, n, k;
@@ -403,7 +412,8 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   if (!planMatmul(lhs, rhs, out, ta, tb, m, n, k, b) ||
       (compute != MP_F32 && compute != MP_F64) ||
       activationValue < MP_ACTIVATION_NONE ||
-      activationValue > MP_ACTIVATION_GELU_TANH)
+      activationValue > MP_ACTIVATION_GELU_TANH || !std::isfinite(alpha) ||
+      (compute == MP_F32 && !std::isfinite(float(alpha))))
     return MP_ERROR_INVALID_ARGUMENT;
   auto activation = static_cast<mpActivation>(activationValue);
   if (bias && (!bias->data || bias->rank != 1 || bias->shape[0] != n ||
@@ -419,13 +429,13 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   }
   if (compute == MP_F32 && k > 0 && mpNumElements(out) > 0 &&
       libraryMatmul(lhs, rhs, bias, residual, out, ta, tb, m, n, k, b,
-                    activation))
+                    activation, float(alpha)))
     return MP_OK;
   if (compute == MP_F64)
     return referenceFusedMatmul<double>(lhs, rhs, bias, residual, out, ta, tb,
-                                        activation, compute);
+                                        activation, alpha, compute);
   return referenceFusedMatmul<float>(lhs, rhs, bias, residual, out, ta, tb,
-                                     activation, compute);
+                                     activation, float(alpha), compute);
 }
 
 extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
@@ -446,7 +456,7 @@ extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
   switch (compute) {
   case MP_F32:
     if (libraryMatmul(lhs, rhs, nullptr, nullptr, out, ta, tb, m, n, k, b,
-                      MP_ACTIVATION_NONE))
+                      MP_ACTIVATION_NONE, 1.0f))
       break;
     blasMatmul<float>(lhs, rhs, out, ta, tb, m, n, k, b, MP_F32);
     break;

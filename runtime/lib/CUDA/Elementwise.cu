@@ -657,13 +657,14 @@ mpStatus mp::cuda::mpNextSeed(const mpTensor *seed, mpTensor *out) {
 //===----------------------------------------------------------------------===//
 
 template <typename C>
-__global__ void epilogueKernel(const C *acc, const void *bias, int biasType,
-                               const void *residual, void *out, int outType,
-                               int64_t count, int64_t n, int activation) {
+__global__ void epilogueKernel(const C *acc, C alpha, const void *bias,
+                               int biasType, const void *residual, void *out,
+                               int outType, int64_t count, int64_t n,
+                               int activation) {
   int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    C v = acc[i];
+    C v = alpha == C(1) ? acc[i] : alpha * acc[i];
     if (bias)
       v += loadAs<C>(bias, biasType, i % n);
     if (residual)
@@ -680,7 +681,7 @@ __global__ void epilogueKernel(const C *acc, const void *bias, int biasType,
 }
 
 mpStatus mp::cuda::applyEpilogue(const void *acc, mpElementType accType,
-                                 const mpTensor *bias,
+                                 double alpha, const mpTensor *bias,
                                  const mpTensor *residual, mpTensor *out,
                                  mpActivation activation) {
   Context *c = context();
@@ -694,11 +695,11 @@ mpStatus mp::cuda::applyEpilogue(const void *acc, mpElementType accType,
   const void *r = residual ? residual->data : nullptr;
   if (accType == MP_F64)
     epilogueKernel<double><<<gridFor(count), kThreads, 0, c->stream>>>(
-        static_cast<const double *>(acc), b, bt, r, out->data,
+        static_cast<const double *>(acc), alpha, b, bt, r, out->data,
         out->elementType, count, n, activation);
   else
     epilogueKernel<float><<<gridFor(count), kThreads, 0, c->stream>>>(
-        static_cast<const float *>(acc), b, bt, r, out->data,
+        static_cast<const float *>(acc), float(alpha), b, bt, r, out->data,
         out->elementType, count, n, activation);
   return launched("matmul epilogue kernel") ? MP_OK : MP_ERROR_BACKEND;
 }

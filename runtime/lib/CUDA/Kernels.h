@@ -84,12 +84,12 @@ mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
 mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                        const mpTensor *bias, const mpTensor *residual,
                        mpTensor *out, int32_t transposeLhs,
-                       int32_t transposeRhs, int32_t activation,
+                       int32_t transposeRhs, int32_t activation, double alpha,
                        mpElementType compute);
-/// out = activation(acc + bias + residual), rounded once to out's type:
+/// out = activation(alpha acc + bias + residual), rounded once to out's type:
 /// the epilogue of a fused matmul that cuBLASLt does not take, on the
 /// product `acc` (f32 or f64, out's shape) on the device.
-mpStatus applyEpilogue(const void *acc, mpElementType accType,
+mpStatus applyEpilogue(const void *acc, mpElementType accType, double alpha,
                        const mpTensor *bias, const mpTensor *residual,
                        mpTensor *out, mpActivation activation);
 /// One rank only: the NCCL transport is not built yet, so a data-parallel

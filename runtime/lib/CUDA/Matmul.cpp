@@ -177,12 +177,14 @@ const Plan *planFor(Context &c, const GemmShape &s) {
   return (cache[s] = std::move(plan)).get();
 }
 
-/// D = epilogue(op(A) op(B) + C), with C = `addend` (D's layout) when
-/// given and the bias vector `bias` (D's rows) where `s.epilogue` has one.
+/// D = epilogue(alpha op(A) op(B) + C), with C = `addend` (D's layout) when
+/// given and the bias vector `bias` (D's rows) where `s.epilogue` has one
+/// (cuBLASLt adds it after alpha and C).
 /// A fused call (an epilogue or C) that cuBLASLt refuses returns
 /// MP_ERROR_UNSUPPORTED, for the caller's fallback.
 mpStatus gemm(Context &c, GemmShape s, const void *a, const void *b, void *d,
-              const void *addend = nullptr, const void *bias = nullptr) {
+              const void *addend = nullptr, const void *bias = nullptr,
+              double alpha = 1) {
   s.alignA = alignmentOf(a);
   s.alignB = alignmentOf(b);
   s.alignD = std::min({alignmentOf(d), addend ? alignmentOf(addend) : 256,
@@ -199,8 +201,8 @@ mpStatus gemm(Context &c, GemmShape s, const void *a, const void *b, void *d,
                       sizeof(bias)),
                   "cublasLtMatmulDescSetAttribute"))
     return MP_ERROR_BACKEND;
-  float alpha32 = 1, beta32 = addend ? 1 : 0;
-  double alpha64 = 1, beta64 = addend ? 1 : 0;
+  float alpha32 = float(alpha), beta32 = addend ? 1 : 0;
+  double alpha64 = alpha, beta64 = addend ? 1 : 0;
   bool f64 = s.abType == MP_F64;
   cublasStatus_t status = lt().cublasLtMatmul(
       c.lt, plan->desc, f64 ? static_cast<const void *>(&alpha64) : &alpha32,
@@ -220,11 +222,12 @@ bool writesDirectly(mpElementType in, mpElementType out) {
   return in == out || ((in == MP_F16 || in == MP_BF16) && out == MP_F32);
 }
 
-/// What a fused matmul asks of cuBLASLt: its epilogue, the bias vector
-/// and the residual (added as C).
+/// What a fused matmul asks of cuBLASLt: its epilogue, the bias vector,
+/// the residual (added as C) and the product's scale.
 struct Fusion {
   cublasLtEpilogue_t epilogue;
   const void *bias, *residual;
+  double alpha;
 };
 
 /// The product of mpMatmul, with `fusion`'s epilogue where given: then
@@ -287,6 +290,7 @@ mpStatus product(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
     return MP_ERROR_UNSUPPORTED;
   const void *addend = fusion ? fusion->residual : nullptr;
   const void *bias = fusion ? fusion->bias : nullptr;
+  double alpha = fusion ? fusion->alpha : 1;
   int64_t outCount = batch * m * n;
   std::unique_ptr<Scratch> staging;
   void *d = out->data;
@@ -315,14 +319,16 @@ mpStatus product(const mpTensor *lhs, const mpTensor *rhs, mpTensor *out,
     if (folds) {
       s.n = m * batch; // fold the batch into M
       s.batch = 1;
-      if (mpStatus st = gemm(*c, s, rhs->data, lhs->data, d, addend, bias))
+      if (mpStatus st =
+              gemm(*c, s, rhs->data, lhs->data, d, addend, bias, alpha))
         return st;
     } else if (strided) {
       s.batch = batch;
       s.strideA = rhsNone ? 0 : k * n;
       s.strideB = lhsNone ? 0 : m * k;
       s.strideD = m * n;
-      if (mpStatus st = gemm(*c, s, rhs->data, lhs->data, d, addend, bias))
+      if (mpStatus st =
+              gemm(*c, s, rhs->data, lhs->data, d, addend, bias, alpha))
         return st;
     } else {
       s.batch = 1;
@@ -377,17 +383,17 @@ mpStatus mp::cuda::mpMatmul(const mpTensor *lhs, const mpTensor *rhs,
 }
 
 mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
-                                 const mpTensor *bias,
-                                 const mpTensor *residual, mpTensor *out,
-                                 int32_t transposeLhs, int32_t transposeRhs,
-                                 int32_t activationValue,
-                                 mpElementType compute) {
+                                 const mpTensor *bias, const mpTensor *residual,
+                                 mpTensor *out, int32_t transposeLhs,
+                                 int32_t transposeRhs, int32_t activationValue,
+                                 double alpha, mpElementType compute) {
   if (!context())
     return MP_ERROR_BACKEND;
   if (!validFloat(out) || out->rank < 2 ||
       (compute != MP_F32 && compute != MP_F64) ||
       activationValue < MP_ACTIVATION_NONE ||
-      activationValue > MP_ACTIVATION_GELU_TANH)
+      activationValue > MP_ACTIVATION_GELU_TANH || !std::isfinite(alpha) ||
+      (compute == MP_F32 && !std::isfinite(float(alpha))))
     return MP_ERROR_INVALID_ARGUMENT;
   auto activation = static_cast<mpActivation>(activationValue);
   int64_t n = out->shape[out->rank - 1];
@@ -404,7 +410,7 @@ mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   // One cuBLASLt call where its epilogue does it all: f32 accumulation, a
   // bias of the output's type.
   Fusion fusion{CUBLASLT_EPILOGUE_DEFAULT, bias ? bias->data : nullptr,
-                residual ? residual->data : nullptr};
+                residual ? residual->data : nullptr, alpha};
   if (compute == MP_F32 &&
       epilogueFor(activation, bias != nullptr, fusion.epilogue) &&
       (!bias || bias->elementType == out->elementType)) {
@@ -425,5 +431,6 @@ mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   if (mpStatus st = product(lhs, rhs, &accumulators, transposeLhs,
                             transposeRhs, compute, nullptr))
     return st;
-  return applyEpilogue(acc.get(), compute, bias, residual, out, activation);
+  return applyEpilogue(acc.get(), compute, alpha, bias, residual, out,
+                       activation);
 }

@@ -38,6 +38,8 @@ CONFIGS = [
     ("--tg-insert-loss-scaling=mode=dynamic", "--tg-data-parallel"),
     "--tg-fuse-epilogues",
     "--tg-fuse-epilogues=activation=false residual=false",
+    "--tg-fuse-epilogues=scale=false optimizer=false",
+    ("--tg-fold-transposes", "--tg-fuse-epilogues=residual=false"),
     ("--tg-mixed-precision=compute-type=bf16", "--tg-fuse-epilogues"),
     ("--tg-mixed-precision=level=force-all",
      "--tg-assign-layout=layout=nhwc", "--tg-fuse-epilogues=residual=false"),

@@ -5,6 +5,7 @@
 // A second run finds nothing more to fuse.
 // RUN: mp-opt %s --split-input-file --tg-fuse-epilogues > %t.once.mlir
 // RUN: mp-opt %t.once.mlir --split-input-file --tg-fuse-epilogues | diff - %t.once.mlir
+// RUN: mp-opt %s --split-input-file --tg-fuse-epilogues="scale=false optimizer=false" | FileCheck %s --check-prefix=NOSCALE
 // The AMP pipeline's output fuses, and every result verifies.
 // RUN: mp-opt %s --split-input-file --tg-mixed-precision=compute-type=bf16 --tg-fuse-epilogues --verify-each | FileCheck %s --check-prefix=AMP
 
@@ -100,4 +101,128 @@ func.func @left_alone(%x: tensor<8x4xf16>, %w: tensor<4x3xf16>, %b: tensor<3xf16
   %dz = tg.relu_grad %d, %mm4 : tensor<8x3xf16>
   %h4 = tg.relu %mm4 : tensor<8x3xf16>
   return %mm, %z, %z2, %z3, %dz, %h4 : tensor<8x3xf16>, tensor<8x3xf16>, tensor<8x3xf16>, tensor<8x3xf16>, tensor<8x3xf16>, tensor<8x3xf16>
+}
+
+// -----
+
+// An attention's scalings: the scores' 1/sqrt(d) (a rank-0 constant) joins
+// the product as alpha, and the gradient's scaling, which two matmuls read
+// (dQ and dK), joins both and is removed. Queries and keys scaled by
+// sqrt(1/sqrt(d)) each (torch's scaled_dot_product_attention) are read
+// unscaled, the product of the two scalars the alpha. With scale=false
+// nothing changes.
+// CHECK-LABEL: func @attention_scalings
+// CHECK-NOT: tg.mul
+// CHECK-NOT: tg.constant
+// CHECK: %[[S:.*]] = tg.fused_matmul %arg0, %arg1 transpose_rhs {alpha = 1.250000e-01 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32>
+// CHECK-NEXT: %[[DQ:.*]] = tg.fused_matmul %arg2, %arg1 {alpha = 1.250000e-01 : f64} : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+// CHECK-NEXT: %[[DK:.*]] = tg.fused_matmul %arg2, %arg0 transpose_lhs {alpha = 1.250000e-01 : f64} : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+// CHECK-NEXT: %[[P:.*]] = tg.fused_matmul %arg0, %arg1 transpose_rhs {alpha = 0.1249999{{[0-9]*}} : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32>
+// CHECK-NEXT: return %[[S]], %[[DQ]], %[[DK]], %[[P]]
+// NOSCALE-LABEL: func @attention_scalings
+// NOSCALE-COUNT-4: tg.mul
+// NOSCALE-NOT: tg.fused_matmul
+func.func @attention_scalings(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %ds: tensor<2x4x4xf32>) -> (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>) {
+  %c = tg.constant dense<1.250000e-01> : tensor<f32>
+  %s = tg.matmul %q, %k transpose_rhs : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32>
+  %scaled = tg.mul %s, %c : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %g = tg.mul %c, %ds : (tensor<f32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %dq = tg.matmul %g, %k : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %dk = tg.matmul %g, %q transpose_lhs : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %r = tg.constant dense<0.353553385> : tensor<1xf32>
+  %qs = tg.mul %q, %r : (tensor<2x4x8xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %ks = tg.mul %k, %r : (tensor<2x4x8xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  %p = tg.matmul %qs, %ks transpose_rhs : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32>
+  return %scaled, %dq, %dk, %p : tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>
+}
+
+// -----
+
+// A plain SGD update of a weight gradient becomes the gradient's epilogue:
+// the weight is the residual and -lr the alpha (times a scaling before
+// it). Momentum, weight decay, loss scaling's skip predicate, a gradient
+// something else reads and a weight the step casts (a mixed-precision
+// master weight, whose update tg-shadow-weights needs) stay as they are.
+// CHECK-LABEL: func @sgd_updates
+// CHECK: %[[W1:.*]] = tg.fused_matmul %arg0, %arg1 transpose_lhs residual(%arg2) {alpha = -1.250000e-01 : f64} : (tensor<16x4xf32>, tensor<16x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+// CHECK-NEXT: %[[W2:.*]] = tg.fused_matmul %arg0, %arg1 transpose_lhs residual(%arg2) {alpha = -3.125000e-02 : f64} :
+// CHECK-NEXT: %[[G3:.*]] = tg.matmul %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: tg.sgd_update %arg2, %[[G3]] momentum_buffer(%arg3)
+// CHECK-NEXT: %[[G4:.*]] = tg.matmul %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: tg.sgd_update %arg2, %[[G4]] {lr = 1.250000e-01 : f32, weight_decay = 0.00999999977 : f32}
+// CHECK-NEXT: %[[G5:.*]] = tg.matmul %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: tg.sgd_update %arg2, %[[G5]] skip_if(%arg4)
+// CHECK-NEXT: %[[G6:.*]] = tg.matmul %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: tg.sgd_update %arg2, %[[G6]] {lr
+// CHECK-NEXT: tg.cast %arg3
+// CHECK-NEXT: %[[G7:.*]] = tg.matmul %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: tg.sgd_update %arg3, %[[G7]] {lr
+// CHECK: return %[[W1]], %[[W2]]
+// NOSCALE-LABEL: func @sgd_updates
+// NOSCALE-NOT: tg.fused_matmul
+func.func @sgd_updates(%x: tensor<16x4xf32>, %dy: tensor<16x3xf32>, %w: tensor<4x3xf32>, %m: tensor<4x3xf32>, %skip: tensor<i1>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xbf16>, tensor<4x3xf32>) {
+  %g1 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %w1 = tg.sgd_update %w, %g1 {lr = 0.125 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %c = tg.constant dense<2.500000e-01> : tensor<f32>
+  %p2 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %g2 = tg.mul %p2, %c : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+  %w2 = tg.sgd_update %w, %g2 {lr = 0.125 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %g3 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %w3, %m3 = tg.sgd_update %w, %g3 momentum_buffer(%m) {lr = 0.125 : f32, momentum = 0.9 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>)
+  %g4 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %w4 = tg.sgd_update %w, %g4 {lr = 0.125 : f32, weight_decay = 0.01 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %g5 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %w5 = tg.sgd_update %w, %g5 skip_if(%skip) {lr = 0.125 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<i1>) -> tensor<4x3xf32>
+  %g6 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %w6 = tg.sgd_update %w, %g6 {lr = 0.125 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %low = tg.cast %m : tensor<4x3xf32> to tensor<4x3xbf16>
+  %g7 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %w7 = tg.sgd_update %m, %g7 {lr = 0.125 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %w1, %w2, %m3, %w4, %w5, %w6, %g6, %low, %w7 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xbf16>, tensor<4x3xf32>
+}
+
+// -----
+
+// Scalings that stay: by a value that is not a constant, by a vector, by a
+// constant that is not finite, and of an operand something other than a
+// matmul reads too.
+// CHECK-LABEL: func @scalings_left_alone
+// CHECK-NOT: tg.fused_matmul
+// CHECK-COUNT-2: tg.mul
+// CHECK: tg.mul
+// CHECK: tg.mul
+// CHECK-NOT: tg.fused_matmul
+func.func @scalings_left_alone(%x: tensor<8x4xf32>, %w: tensor<4x3xf32>, %s: tensor<f32>) -> (tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x4xf32>) {
+  %v = tg.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %inf = tg.constant dense<0x7F800000> : tensor<f32>
+  %mm = tg.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  %a = tg.mul %mm, %s : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xf32>
+  %mm2 = tg.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  %b = tg.mul %mm2, %v : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8x3xf32>
+  %mm3 = tg.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  %c = tg.mul %mm3, %inf : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xf32>
+  %half = tg.constant dense<5.000000e-01> : tensor<f32>
+  %xs = tg.mul %x, %half : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+  %mm4 = tg.matmul %xs, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  return %a, %b, %c, %mm4, %xs : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// A scaled product that a matmul reads: the scaling moves into the reader
+// (the product stays a plain matmul). A scaling by exactly 1 is dropped.
+// CHECK-LABEL: func @scaled_product_read_by_matmul
+// CHECK-NEXT: %[[P:.*]] = tg.matmul %arg0, %arg1 :
+// CHECK-NEXT: %[[Y:.*]] = tg.fused_matmul %[[P]], %arg2 {alpha = 5.000000e-01 : f64} :
+// CHECK-NEXT: %[[Z:.*]] = tg.fused_matmul %arg0, %arg1 : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+// CHECK-NEXT: return %[[Y]], %[[Z]]
+func.func @scaled_product_read_by_matmul(%x: tensor<8x4xf32>, %w: tensor<4x3xf32>, %v: tensor<3x5xf32>) -> (tensor<8x5xf32>, tensor<8x3xf32>) {
+  %c = tg.constant dense<5.000000e-01> : tensor<f32>
+  %mm = tg.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  %s = tg.mul %mm, %c : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xf32>
+  %y = tg.matmul %s, %v : (tensor<8x3xf32>, tensor<3x5xf32>) -> tensor<8x5xf32>
+  %one = tg.constant dense<1.000000e+00> : tensor<f32>
+  %xs = tg.mul %x, %one : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+  %z = tg.matmul %xs, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  return %y, %z : tensor<8x5xf32>, tensor<8x3xf32>
 }

@@ -1283,6 +1283,15 @@ func.func @fused_matmul_wide_accumulators(%a: tensor<4x3xf16>, %b: tensor<3x5xf1
 
 // -----
 
+// Rule: fused_matmul: a finite alpha.
+func.func @fused_matmul_alpha(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) {
+  // expected-error @+1 {{alpha must be finite}}
+  %0 = tg.fused_matmul %a, %b {alpha = 0x7FF8000000000000 : f64} : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
 // Rule: fused_matmul: a known activation.
 func.func @fused_matmul_activation(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) {
   // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'activation' [none, relu, gelu, gelu_tanh]}}

@@ -226,6 +226,8 @@ LogicalResult FusedMatmulOp::verify() {
     if (residual.getType() != result)
       return emitOpError() << "residual of type " << residual.getType()
                            << " is not of the result's type " << result;
+  if (!getAlpha().isFinite())
+    return emitOpError() << "alpha must be finite";
   // The epilogue runs on the accumulators, in the compute type.
   FloatType compute = getComputeType();
   if (!compute || compute.getWidth() < 32)

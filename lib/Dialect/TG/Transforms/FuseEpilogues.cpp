@@ -1,12 +1,16 @@
 //===- FuseEpilogues.cpp - the tg-fuse-epilogues pass ---------------------===//
 //
-// Folds the bias add, the residual add and the activation that follow a
-// tg.matmul into one tg.fused_matmul, which the backends run as one GEMM
-// with an epilogue (oneDNN post-ops, cuBLASLt epilogues). The chain grows
-// one op at a time, in the order the epilogue applies them
-// (activation(product + bias + residual)), and only through values with no
-// other use, so nothing is computed twice. ReLU gradients are moved from
-// the pre-activation to the ReLU's output, which tells x > 0 as well.
+// Folds the scalings, the bias add, the residual add and the activation
+// that follow a tg.matmul into one tg.fused_matmul, which the backends run
+// as one GEMM with an epilogue (oneDNN post-ops, cuBLASLt epilogues). The
+// chain grows one op at a time, in the order the epilogue applies them
+// (activation(alpha * product + bias + residual)), and only through values
+// with no other use, so nothing is computed twice. Operands multiplied by
+// a constant scalar are read unscaled, the scalar moving into alpha, when
+// every use of the product is a matmul's operand; a plain SGD update of
+// the product (a weight gradient) becomes its epilogue, the parameter the
+// residual and -lr the alpha. ReLU gradients are moved from the
+// pre-activation to the ReLU's output, which tells x > 0 as well.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +20,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+#include <optional>
 
 namespace mp::tg {
 #define GEN_PASS_DEF_TGFUSEEPILOGUES
@@ -41,9 +50,33 @@ Value otherOperand(AddOp add, Value v) {
   return add.getLhs() == v ? add.getRhs() : add.getLhs();
 }
 
+/// The value of a one-element floating-point constant, or nothing.
+std::optional<double> scalarConstant(Value v) {
+  ElementsAttr value;
+  if (!matchPattern(v, m_Constant(&value)) || value.getNumElements() != 1 ||
+      !isa<FloatType>(value.getElementType()))
+    return std::nullopt;
+  double d = (*value.value_begin<APFloat>()).convertToDouble();
+  return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
+}
+
+/// `mul` as x * c with c a constant scalar and x of the product's type:
+/// x and c, or nothing.
+std::optional<std::pair<Value, double>> scaling(MulOp mul) {
+  for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()),
+                      std::pair(mul.getRhs(), mul.getLhs())})
+    if (x.getType() == mul.getType())
+      if (std::optional<double> s = scalarConstant(c))
+        return std::pair(x, *s);
+  return std::nullopt;
+}
+
 /// The epilogue found after one matmul.
 struct Chain {
   MatmulOp matmul;
+  /// The operands read in place of the matmul's (unscaled).
+  Value lhs, rhs;
+  double alpha = 1;
   Value bias, residual;
   Activation activation = Activation::none;
   /// The ops replaced, in order; the last one's result is the fused result.
@@ -72,20 +105,86 @@ public:
   void runOnOperation() override {
     SmallVector<MatmulOp> matmuls;
     getOperation()->walk([&](MatmulOp m) { matmuls.push_back(m); });
+    if (scale)
+      findOperandScalings();
     for (MatmulOp m : matmuls) {
       Chain chain = grow(m);
-      if (!chain.ops.empty())
+      if (!chain.ops.empty() || chain.lhs != m.getLhs() ||
+          chain.rhs != m.getRhs())
         fuse(chain);
     }
+    // The scalings read through: every use was a matmul's operand.
+    for (MulOp mul : operandScalings)
+      erase(mul);
+    // The scalars folded into alphas, once nothing else reads them.
+    for (Operation *c : scalars)
+      if (c->use_empty())
+        c->erase();
   }
 
 private:
+  /// Multiplications by a constant scalar whose every use is an operand of
+  /// a matmul this pass fuses: it reads x and takes c into its alpha.
+  llvm::SetVector<MulOp> operandScalings;
+  /// The constants of erased scalings.
+  llvm::SetVector<Operation *> scalars;
+
+  /// Erases `op`, keeping its constant operands as candidates to erase.
+  void erase(Operation *op) {
+    if (isa<MulOp>(op))
+      for (Value v : op->getOperands())
+        if (auto c = v.getDefiningOp<ConstantOp>())
+          scalars.insert(c);
+    op->erase();
+  }
+
+  void findOperandScalings() {
+    getOperation()->walk([&](MulOp mul) {
+      std::optional<std::pair<Value, double>> s = scaling(mul);
+      if (!s || mul->use_empty())
+        return;
+      for (Operation *user : mul->getUsers()) {
+        auto m = dyn_cast<MatmulOp>(user);
+        if (!m || !accumulatesWide(m))
+          return;
+      }
+      operandScalings.insert(mul);
+    });
+  }
+
+  /// `v` unscaled, with its scale multiplied into `alpha`. (x is read when
+  /// asked: a fused producer of x replaces it.)
+  Value unscaled(Value v, double &alpha) {
+    auto mul = v.getDefiningOp<MulOp>();
+    if (!mul || !operandScalings.contains(mul))
+      return v;
+    std::pair<Value, double> s = *scaling(mul);
+    alpha *= s.second;
+    return s.first;
+  }
+
   Chain grow(MatmulOp matmul) {
-    Chain c{matmul, {}, {}, Activation::none, {}, {}};
+    Chain c{matmul, matmul.getLhs(), matmul.getRhs()};
     if (!accumulatesWide(matmul))
       return c;
+    c.lhs = unscaled(c.lhs, c.alpha);
+    c.rhs = unscaled(c.rhs, c.alpha);
     auto type = cast<RankedTensorType>(matmul.getResult().getType());
     int64_t n = type.getShape().back();
+    // Scalings of the product: (x * c) * d is x * (c d).
+    while (scale)
+      if (auto mul = dyn_cast_or_null<MulOp>(soleUser(c.result()))) {
+        std::optional<std::pair<Value, double>> s = scaling(mul);
+        if (!s || s->first != c.result() || operandScalings.contains(mul))
+          break;
+        c.alpha *= s->second;
+        c.ops.push_back(mul);
+      } else {
+        break;
+      }
+    // A plain SGD update of the product: param - lr * product.
+    if (optimizer && growUpdate(c))
+      return c;
     // The bias: a vector of the last dimension.
     if (auto add = dyn_cast_or_null<AddOp>(soleUser(c.result()))) {
       Value other = otherOperand(add, c.result());
@@ -151,8 +250,35 @@ private:
     c.reluGrads = std::move(reluGrads);
   }
 
+  /// Adds the tg.sgd_update that is the only user of the chain's value, as
+  /// a residual and alpha, when it is a plain one: no momentum, no weight
+  /// decay, no predicate (loss scaling's skip), in f32 or wider, of a
+  /// parameter of the product's type that the step does not cast (a master
+  /// weight under mixed precision keeps its update, into which
+  /// tg-shadow-weights folds the cast).
+  bool growUpdate(Chain &c) {
+    auto update = dyn_cast_or_null<SgdUpdateOp>(soleUser(c.result()));
+    if (!update || update.getGrad() != c.result() ||
+        update.getMomentumBuffer() || update.getSkipIf() ||
+        update.getMomentum().convertToFloat() != 0.0f ||
+        update.getWeightDecay().convertToFloat() != 0.0f ||
+        update.getParam().getType() != c.result().getType() ||
+        update.getParam() == c.lhs || update.getParam() == c.rhs ||
+        llvm::any_of(update.getParam().getUsers(),
+                     [](Operation *user) { return isa<CastOp>(user); }))
+      return false;
+    FloatType compute =
+        cast<PrecisionOpInterface>(update.getOperation()).getComputeType();
+    if (!compute || compute.getWidth() < 32)
+      return false;
+    c.alpha *= -double(update.getLr().convertToFloat());
+    c.residual = update.getParam();
+    c.ops.push_back(update);
+    return true;
+  }
+
   void fuse(Chain &c) {
-    Operation *last = c.ops.back();
+    Operation *last = c.ops.empty() ? c.matmul.getOperation() : c.ops.back();
     // Every operand dominates the last op of the chain (they dominate the
     // op that reads them, which comes before it), and the last op
     // dominates every use of the result.
@@ -162,15 +288,15 @@ private:
     OpBuilder b(last);
     MatmulOp m = c.matmul;
     auto fused = FusedMatmulOp::create(
-        b, b.getFusedLoc(locs), last->getResult(0).getType(), m.getLhs(),
-        m.getRhs(), c.bias, c.residual, m.getTransposeLhsAttr(),
-        m.getTransposeRhsAttr(),
-        ActivationAttr::get(b.getContext(), c.activation), m.getComputeAttr());
+        b, b.getFusedLoc(locs), last->getResult(0).getType(), c.lhs, c.rhs,
+        c.bias, c.residual, m.getTransposeLhsAttr(), m.getTransposeRhsAttr(),
+        ActivationAttr::get(b.getContext(), c.activation),
+        b.getF64FloatAttr(c.alpha), m.getComputeAttr());
     last->getResult(0).replaceAllUsesWith(fused.getResult());
     for (OpOperand *use : c.reluGrads)
       use->set(fused.getResult());
     for (Operation *op : llvm::reverse(c.ops))
-      op->erase();
+      erase(op);
     m->erase();
     ++numFused;
     numOpsRemoved += c.ops.size();

@@ -30,8 +30,8 @@ extern "C" {
 
 /* Bumped whenever a declaration below, or an entry point's fields
  * (MPCompiled.h), changes meaning or layout. 2: the optimizer updates'
- * has_copy field. */
-#define MP_RUNTIME_ABI_VERSION 2
+ * has_copy field. 3: fused_matmul's alpha. */
+#define MP_RUNTIME_ABI_VERSION 3
 
 /* Element (storage or compute) types. Values are part of the ABI. */
 typedef enum mpElementType {
@@ -339,16 +339,17 @@ typedef enum mpActivation {
   MP_ACTIVATION_GELU_TANH = 3  /* the tanh approximation */
 } mpActivation;
 
-/* out = activation(op(lhs) op(rhs) + bias + residual), as mpMatmul with an
- * epilogue computed in `compute` (f32 or f64) on the accumulators and
- * rounded once to out's storage type. `bias` (may be null) is a vector of
+/* out = activation(alpha * (op(lhs) op(rhs)) + bias + residual), as
+ * mpMatmul with an epilogue computed in `compute` (f32 or f64) on the
+ * accumulators and rounded once to out's storage type. `alpha` is finite
+ * (rounded to f32 for f32 compute); `bias` (may be null) is a vector of
  * out's last dimension, of any floating-point type; `residual` (may be null)
  * has out's shape and type and may alias `out`. `activation` is an
  * mpActivation value; any other is refused. */
 mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                        const mpTensor *bias, const mpTensor *residual,
                        mpTensor *out, int32_t transposeLhs,
-                       int32_t transposeRhs, int32_t activation,
+                       int32_t transposeRhs, int32_t activation, double alpha,
                        mpElementType compute);
 
 /*===----------------------------------------------------------------------===*

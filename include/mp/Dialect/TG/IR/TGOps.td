@@ -351,20 +351,25 @@ def TG_FusedMatmulOp : TG_ComputeOp<"fused_matmul", "Allow", [
     cuBLASLt epilogues on CUDA):
 
     ```
-    result = activation(lhs x rhs + bias + residual)
+    result = activation(alpha * (lhs x rhs) + bias + residual)
     ```
 
-    `bias` (optional) is a vector of the result's last dimension, broadcast
-    over the rows and the batch; `residual` (optional) has the result's
-    type. The epilogue is computed in the compute type, on the unrounded
-    accumulators, and the result is rounded to its storage type once, so a
-    fused matmul is at least as accurate as the ops it replaces (which
-    round after the product, after the bias and after the activation).
-    The bias and the residual are read in whatever type they are stored in.
+    `alpha` (default 1, finite) scales the product, as the GEMMs' own alpha
+    does; `bias` (optional) is a vector of the result's last dimension,
+    broadcast over the rows and the batch; `residual` (optional) has the
+    result's type. The epilogue is computed in the compute type, on the
+    unrounded accumulators, and the result is rounded to its storage type
+    once, so a fused matmul is at least as accurate as the ops it replaces
+    (which round after the product, after the bias and after the
+    activation). The bias and the residual are read in whatever type they
+    are stored in.
 
-    `tg-fuse-epilogues` forms it from a matmul, the `tg.add`s of a bias and
-    a residual, and a `tg.relu` or `tg.gelu`, late in the pipeline (after
-    differentiation and mixed precision); it has no adjoint.
+    `tg-fuse-epilogues` forms it from a matmul, the multiplications of its
+    operands or its product by constant scalars, the `tg.add`s of a bias
+    and a residual, and a `tg.relu` or `tg.gelu`, or from a weight gradient
+    and the plain SGD update it feeds (`param - lr * grad`: alpha `-lr`, the
+    parameter as the residual), late in the pipeline (after differentiation
+    and mixed precision); it has no adjoint.
 
     ```mlir
     %h = tg.fused_matmul %x, %w bias(%b) activation(relu) compute(f32)
@@ -378,6 +383,7 @@ def TG_FusedMatmulOp : TG_ComputeOp<"fused_matmul", "Allow", [
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
                        DefaultValuedAttr<TG_Activation,
                                          "::mp::tg::Activation::none">:$activation,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
                        OptionalAttr<TG_ComputeTypeAttr>:$compute);
   let results = (outs TG_FloatTensor:$result);
   let assemblyFormat = [{

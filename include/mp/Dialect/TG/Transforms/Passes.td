@@ -474,6 +474,12 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
     CUDA), so the product is written once instead of being written, read
     and written again by every op after it:
 
+    * with `scale`, `tg.mul`s by a constant scalar (an attention's
+      1/sqrt(d)), which become the product's `alpha`; then either
+    * with `optimizer`, a plain `tg.sgd_update` of the product (a weight
+      gradient; no momentum, weight decay or `skip_if`): the parameter
+      becomes the residual and `-lr` joins alpha, so the gradient is never
+      stored and the update makes no pass of its own, or
     * a `tg.add` of a vector of the last dimension (the bias of a dense
       layer), then
     * with `residual`, a `tg.add` of a tensor of the product's type (the
@@ -481,7 +487,11 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
     * with `activation`, a `tg.relu` or `tg.gelu`.
 
     Each op joins only when the value before it has no other use, so
-    nothing is computed twice. The one exception is the gradient of the
+    nothing is computed twice. With `scale`, a matmul's operand that is a
+    `tg.mul` by a constant scalar is read unscaled, its scalar moving into
+    alpha, when every use of that product is an operand of a matmul (the
+    attention's scaled queries and keys, and their gradients): the
+    multiplication is removed. The one exception is the gradient of the
     ReLU: `tg.relu_grad` reads the pre-activation only to test `x > 0`,
     which the ReLU's output answers as well (`relu(x) > 0` exactly when
     `x > 0`), so its reads are moved to the output and the pre-activation
@@ -511,6 +521,11 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
            "Fuse a following tg.relu or tg.gelu">,
     Option<"residual", "residual", "bool", /*default=*/"true",
            "Fuse a following tg.add of a tensor of the product's type">,
+    Option<"scale", "scale", "bool", /*default=*/"true",
+           "Fold multiplications of the product or its operands by "
+           "constant scalars into alpha">,
+    Option<"optimizer", "optimizer", "bool", /*default=*/"true",
+           "Fold a plain SGD update of the product into its epilogue">,
   ];
   let statistics = [
     Statistic<"numFused", "fused", "Matmuls given an epilogue">,
