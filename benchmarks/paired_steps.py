@@ -31,11 +31,18 @@ With --no-torch the PyTorch side and the export are left out, and only
 the models given with --onnx (any model mp-runner trains on synthetic
 data) are paired, AMP-bf16 against FP32.
 
+With --baseline-runner PATH, this build's mp-runner is also paired with
+another one (an earlier build's, or a distribution's bin/mp-runner) on
+every model and precision, the same way: the table reports this build's
+median step over the baseline's, per slice pair (below 1: this build is
+faster).
+
 usage: benchmarks/paired_steps.py [--build build] [--python PY]
                                   [--models bert,gpt2,resnet50,vit]
                                   [--precisions fp32,bf16] [--seconds 40]
                                   [--slice 2] [--compare-steps 30]
                                   [--onnx MODEL.onnx ...] [--no-torch]
+                                  [--baseline-runner PATH]
                                   [--batch B] [--seq T] [--hidden H] ...
 
 MP_CPU_ISA=avx2 DNNL_MAX_CPU_ISA=AVX2 in the environment caps both sides
@@ -153,44 +160,67 @@ def quartiles(xs):
     return q[0], statistics.median(xs), q[2]
 
 
-def pair_with_torch(runner, python, name, model, precision, sizes, batch, a,
-                    tmp):
-    """mp and PyTorch in turn; returns a table row or None."""
+def mp_command(runner, model, precision, batch):
+    """mp-runner training `model` without end, printing every step."""
     amp = "off" if precision == "fp32" else "bf16"
-    mp_cmd = [runner, model, "--backend=cpu", "--amp=" + amp, "--batch-size",
-              str(batch), "--steps", "1000000", "--no-progress",
-              "--log-every", "1", "--eval-samples", str(batch),
-              "--train-samples", str(4 * batch)]
-    torch_cmd = [python, HELPER, "time", name, precision, "--steps",
-                 "1000000", "--stream"] + sizes
-    logs = [open(os.path.join(tmp, n + ".log"), "w+b") for n in ("mp", "pt")]
-    mp = Stepper("mp-runner", mp_cmd, lambda l, h=[False]: mp_step(l, h),
-                 logs[0])
+    return [runner, model, "--backend=cpu", "--amp=" + amp, "--batch-size",
+            str(batch), "--steps", "1000000", "--no-progress", "--log-every",
+            "1", "--eval-samples", str(batch), "--train-samples",
+            str(4 * batch)]
+
+
+def pair(first, second, name, precision, a, tmp):
+    """Two (label, command, parse) processes in turn; returns a table row,
+    the ratios second / first, or None."""
+    logs = [open(os.path.join(tmp, n + ".log"), "w+b") for n in ("a", "b")]
+    one = Stepper(first[0], first[1], first[2], logs[0])
     try:
-        mp.start()
-        pt = Stepper("torch_steps.py", torch_cmd, torch_step, logs[1])
+        one.start()
+        two = Stepper(second[0], second[1], second[2], logs[1])
         try:
-            pt.start()
+            two.start()
             end = time.monotonic() + a.seconds
             while time.monotonic() < end:
-                mp.run_slice(a.slice)
-                pt.run_slice(a.slice)
+                one.run_slice(a.slice)
+                two.run_slice(a.slice)
         finally:
-            pt.stop()
+            two.stop()
     finally:
-        mp.stop()
+        one.stop()
     ratios = [statistics.median(t) / statistics.median(m)
-              for m, t in zip(mp.slices, pt.slices) if m and t]
+              for m, t in zip(one.slices, two.slices) if m and t]
     if not ratios:
         print("%s %s: no slice held a whole step; give a longer --slice" %
               (name, precision))
         return None
-    mp_ms = [x for s in mp.slices for x in s]
-    pt_ms = [x for s in pt.slices for x in s]
+    one_ms = [x for s in one.slices for x in s]
+    two_ms = [x for s in two.slices for x in s]
     lo, med, hi = quartiles(ratios)
-    return (name, precision, len(ratios), min(len(s) for s in mp.slices),
-            min(mp_ms), statistics.median(mp_ms), min(pt_ms),
-            statistics.median(pt_ms), med, lo, hi)
+    return (name, precision, len(ratios), min(len(s) for s in one.slices),
+            min(one_ms), statistics.median(one_ms), min(two_ms),
+            statistics.median(two_ms), med, lo, hi)
+
+
+def pair_with_torch(runner, python, name, model, precision, sizes, batch, a,
+                    tmp):
+    """mp and PyTorch in turn; returns a table row or None."""
+    torch_cmd = [python, HELPER, "time", name, precision, "--steps",
+                 "1000000", "--stream"] + sizes
+    return pair(("mp-runner", mp_command(runner, model, precision, batch),
+                 lambda l, h=[False]: mp_step(l, h)),
+                ("torch_steps.py", torch_cmd, torch_step), name, precision,
+                a, tmp)
+
+
+def pair_with_baseline(runner, baseline, name, model, precision, batch, a,
+                       tmp):
+    """The baseline mp-runner and this build's in turn; returns a table row
+    (baseline first) or None."""
+    return pair(("baseline mp-runner",
+                 mp_command(baseline, model, precision, batch),
+                 lambda l, h=[False]: mp_step(l, h)),
+                ("mp-runner", mp_command(runner, model, precision, batch),
+                 lambda l, h=[False]: mp_step(l, h)), name, precision, a, tmp)
 
 
 def pair_precisions(runner, name, model, batch, steps, tmp):
@@ -228,14 +258,20 @@ def main():
                         "(repeatable; no PyTorch side)")
     p.add_argument("--no-torch", action="store_true",
                    help="leave PyTorch out: only the --onnx models")
+    p.add_argument("--baseline-runner",
+                   help="also pair this build's mp-runner with this one")
     for size in SIZES:
         p.add_argument("--" + size, type=int)
     a = p.parse_args()
     if a.slice <= 0 or a.seconds < 2 * a.slice:
         sys.exit("paired_steps.py: --seconds must hold a slice of each side")
-    if a.no_torch and (not a.onnx or a.compare_steps <= 0):
+    if a.no_torch and (not a.onnx or
+                       (a.compare_steps <= 0 and not a.baseline_runner)):
         sys.exit("paired_steps.py: --no-torch needs --onnx models and "
-                 "--compare-steps above 0")
+                 "--compare-steps above 0 or --baseline-runner")
+    if a.baseline_runner and not os.access(a.baseline_runner, os.X_OK):
+        sys.exit("paired_steps.py: no executable at --baseline-runner %s" %
+                 a.baseline_runner)
     for model in a.onnx:
         if not os.path.isfile(model):
             sys.exit("paired_steps.py: no model at %s" % model)
@@ -263,12 +299,25 @@ def main():
         if getattr(a, size) is not None:
             sizes += ["--" + size, str(getattr(a, size))]
     batch = a.batch or 8
-    versus, amp = [], []
+    versus, amp, builds = [], [], []
+
+    def against_baseline(name, model):
+        for precision in precisions if a.baseline_runner else []:
+            row = pair_with_baseline(runner, a.baseline_runner, name, model,
+                                     precision, batch, a, tmp)
+            if row:
+                builds.append(row)
+                print("  %s %s: this build / baseline %.3f (%.3f-%.3f) over "
+                      "%d slice pairs" % (name, precision, row[8], row[9],
+                                          row[10], row[2]), flush=True)
+
     with tempfile.TemporaryDirectory() as tmp:
         for model in a.onnx:
             name = os.path.splitext(os.path.basename(model))[0]
-            amp.append(pair_precisions(runner, name, model, batch,
-                                       a.compare_steps, tmp))
+            against_baseline(name, model)
+            if a.compare_steps > 0:
+                amp.append(pair_precisions(runner, name, model, batch,
+                                           a.compare_steps, tmp))
         for name in ([] if a.no_torch else a.models.split(",")):
             model = os.path.join(tmp, name + ".onnx")
             subprocess.run([python, HELPER, "export", name, model] + sizes,
@@ -281,6 +330,7 @@ def main():
                     print("  %s %s: PyTorch / mp %.3f (%.3f-%.3f) over %d "
                           "slice pairs" % (name, precision, row[8], row[9],
                                            row[10], row[2]), flush=True)
+            against_baseline(name, model)
             if a.compare_steps > 0:
                 amp.append(pair_precisions(runner, name, model, batch,
                                            a.compare_steps, tmp))
@@ -295,6 +345,19 @@ def main():
               "median (quartiles) |")
         print("|---|---|---|---|---|---|")
         for r in versus:
+            print("| %s | %s | %d (%d) | %.4g / %.4g | %.4g / %.4g | %.3f "
+                  "(%.3f-%.3f) |" % r)
+    if builds:
+        print()
+        print("this build's mp-runner against %s, in turns of %g s for %g s: "
+              "this build's median step over the baseline's, per slice pair"
+              % (a.baseline_runner, a.slice, a.seconds))
+        print()
+        print("| model | precision | slice pairs (min baseline steps in one) "
+              "| baseline ms min / median | this build ms min / median | "
+              "this build / baseline: median (quartiles) |")
+        print("|---|---|---|---|---|---|")
+        for r in builds:
             print("| %s | %s | %d (%d) | %.4g / %.4g | %.4g / %.4g | %.3f "
                   "(%.3f-%.3f) |" % r)
     if amp:
