@@ -359,6 +359,15 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
                           pm.addPass(tg::createTGFuseEpilogues());
                         })))
       return failure();
+    // A scaling that moved into a GEMM's alpha leaves the transpose it
+    // stood after next to the GEMM (attention's keys, and their gradient).
+    if (fusion.transposes &&
+        failed(runPhase(module, progress,
+                        "transposes into fused matmuls (tg-fold-transposes)",
+                        [](OpPassManager &pm) {
+                          pm.addPass(tg::createTGFoldTransposes());
+                        })))
+      return failure();
   }
   if (fusion.shadows && amp.mode != "off" && !numerics.enabled) {
     if (failed(runPhase(module, progress,

@@ -141,3 +141,24 @@ func.func @then_fused(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>, %b: tensor<3xf32
   %h = tg.relu %z : tensor<8x3xf32>
   return %h : tensor<8x3xf32>
 }
+
+// -----
+
+// After tg-fuse-epilogues has moved a scaling into alpha: the keys'
+// transpose folds into the fused matmul, and a transposed scaled product
+// (the keys' gradient) swaps, alpha kept. One with a bias does not swap.
+// CHECK-LABEL: func @fused_scaled
+// CHECK-NEXT: %[[S:.*]] = tg.fused_matmul %arg0, %arg1 transpose_rhs {alpha = 1.250000e-01 : f64}
+// CHECK-NEXT: %[[DK:.*]] = tg.fused_matmul %arg0, %arg2 transpose_lhs transpose_rhs {alpha = 1.250000e-01 : f64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>) -> tensor<2x8x4xf32>
+// CHECK-NEXT: %[[B:.*]] = tg.fused_matmul %arg2, %arg0 bias(%arg3) {alpha = 1.250000e-01 : f64}
+// CHECK-NEXT: %[[BT:.*]] = tg.transpose %[[B]]
+// CHECK-NEXT: return %[[S]], %[[DK]], %[[BT]]
+func.func @fused_scaled(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %ds: tensor<2x4x4xf32>, %b: tensor<8xf32>) -> (tensor<2x4x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>) {
+  %kt = tg.transpose %k permutation = [0, 2, 1] : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = tg.fused_matmul %q, %kt {alpha = 1.250000e-01 : f64} : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = tg.fused_matmul %ds, %q {alpha = 1.250000e-01 : f64} : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %dk = tg.transpose %p permutation = [0, 2, 1] : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %pb = tg.fused_matmul %ds, %q bias(%b) {alpha = 1.250000e-01 : f64} : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %bt = tg.transpose %pb permutation = [0, 2, 1] : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  return %s, %dk, %bt : tensor<2x4x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>
+}

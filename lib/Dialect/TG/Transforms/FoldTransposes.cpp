@@ -103,28 +103,54 @@ private:
     }
   }
 
+  /// B^T A^T for the product A B of `m` (a matmul, or a fused matmul
+  /// with a scale only), of type `type`.
+  static Operation *swappedProduct(OpBuilder &b, Location loc, Type type,
+                                   MatmulOp m) {
+    return MatmulOp::create(
+        b, loc, type, m.getRhs(), m.getLhs(),
+        m.getTransposeRhs() ? UnitAttr() : b.getUnitAttr(),
+        m.getTransposeLhs() ? UnitAttr() : b.getUnitAttr(),
+        m.getComputeAttr());
+  }
+  static Operation *swappedProduct(OpBuilder &b, Location loc, Type type,
+                                   FusedMatmulOp m) {
+    return FusedMatmulOp::create(
+        b, loc, type, m.getRhs(), m.getLhs(), Value(), Value(),
+        m.getTransposeRhs() ? UnitAttr() : b.getUnitAttr(),
+        m.getTransposeLhs() ? UnitAttr() : b.getUnitAttr(),
+        m.getActivationAttr(), m.getAlphaAttr(), m.getComputeAttr());
+  }
+
   /// transpose(matmul(A, B)) -> matmul(B, A) with both flags flipped, when
   /// the product has no other use (else it would be computed twice) and
   /// neither operand is broadcast over the batch: the libraries run a
   /// batched activation times a weight as one GEMM with the batch folded
   /// into M, which the swapped form, the weight on the left, would split
-  /// into a GEMM per batch entry. `t` is erased and nulled.
+  /// into a GEMM per batch entry. A fused matmul swaps too when its epilogue
+  /// is only a scale (alpha), which commutes with the transpose. `t` is
+  /// erased and nulled.
   void swapProduct(TransposeOp &t) {
-    auto m = t.getInput().getDefiningOp<MatmulOp>();
-    if (!m || !swapsLastTwo(t) || !m.getResult().hasOneUse() ||
+    Operation *m = t.getInput().getDefiningOp();
+    auto fused = dyn_cast_or_null<FusedMatmulOp>(m);
+    if (!isa_and_nonnull<MatmulOp>(m) &&
+        (!fused || fused.getBias() || fused.getResidual() ||
+         fused.getActivation() != Activation::none))
+      return;
+    Value lhs = m->getOperand(0), rhs = m->getOperand(1);
+    if (!swapsLastTwo(t) || !m->getResult(0).hasOneUse() ||
         m->getBlock() != t->getBlock() ||
-        !fullyBatched(m.getLhs(), m.getResult()) ||
-        !fullyBatched(m.getRhs(), m.getResult()))
+        !fullyBatched(lhs, m->getResult(0)) ||
+        !fullyBatched(rhs, m->getResult(0)))
       return;
     // The operands dominate the matmul, which comes before the transpose.
     OpBuilder b(t);
-    auto swapped = MatmulOp::create(
-        b, b.getFusedLoc({m.getLoc(), t.getLoc()}), t.getType(), m.getRhs(),
-        m.getLhs(), m.getTransposeRhs() ? UnitAttr() : b.getUnitAttr(),
-        m.getTransposeLhs() ? UnitAttr() : b.getUnitAttr(),
-        m.getComputeAttr());
+    Location loc = b.getFusedLoc({m->getLoc(), t.getLoc()});
+    Operation *swapped =
+        fused ? swappedProduct(b, loc, t.getType(), fused)
+              : swappedProduct(b, loc, t.getType(), cast<MatmulOp>(m));
     swapped->setDiscardableAttrs(m->getDiscardableAttrDictionary());
-    t.getResult().replaceAllUsesWith(swapped.getResult());
+    t.getResult().replaceAllUsesWith(swapped->getResult(0));
     t->erase();
     m->erase();
     t = nullptr;

@@ -375,7 +375,10 @@ def TGFoldTransposes : Pass<"tg-fold-transposes", "::mlir::ModuleOp"> {
       swapped operands with both flags flipped, when neither operand is
       broadcast over the batch (a batched activation times a weight runs as
       one GEMM with the batch folded into its rows; swapped, it would be a
-      GEMM per batch entry);
+      GEMM per batch entry); likewise a `tg.fused_matmul` whose epilogue is
+      only its alpha, which mp-runner leaves by running the pass again
+      after `tg-fuse-epilogues` (a scaling that moved into alpha stood
+      between a transpose and its matmul);
     * erases the transposes left without uses.
 
     Only the swap of the last two dimensions folds (every other dimension
