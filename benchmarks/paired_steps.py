@@ -301,15 +301,20 @@ def main():
     batch = a.batch or 8
     versus, amp, builds = [], [], []
 
+    def keep(rows, row, ratio):
+        """Keeps a pairing's row (none when no slice held a step) and
+        reports it as it comes."""
+        if row:
+            rows.append(row)
+            print("  %s %s: %s %.3f (%.3f-%.3f) over %d slice pairs" %
+                  (row[0], row[1], ratio, row[8], row[9], row[10], row[2]),
+                  flush=True)
+
     def against_baseline(name, model):
         for precision in precisions if a.baseline_runner else []:
-            row = pair_with_baseline(runner, a.baseline_runner, name, model,
-                                     precision, batch, a, tmp)
-            if row:
-                builds.append(row)
-                print("  %s %s: this build / baseline %.3f (%.3f-%.3f) over "
-                      "%d slice pairs" % (name, precision, row[8], row[9],
-                                          row[10], row[2]), flush=True)
+            keep(builds, pair_with_baseline(runner, a.baseline_runner, name,
+                                            model, precision, batch, a, tmp),
+                 "this build / baseline")
 
     with tempfile.TemporaryDirectory() as tmp:
         for model in a.onnx:
@@ -323,13 +328,9 @@ def main():
             subprocess.run([python, HELPER, "export", name, model] + sizes,
                            check=True, capture_output=True)
             for precision in precisions:
-                row = pair_with_torch(runner, python, name, model, precision,
-                                      sizes, batch, a, tmp)
-                if row:
-                    versus.append(row)
-                    print("  %s %s: PyTorch / mp %.3f (%.3f-%.3f) over %d "
-                          "slice pairs" % (name, precision, row[8], row[9],
-                                           row[10], row[2]), flush=True)
+                keep(versus, pair_with_torch(runner, python, name, model,
+                                             precision, sizes, batch, a, tmp),
+                     "PyTorch / mp")
             against_baseline(name, model)
             if a.compare_steps > 0:
                 amp.append(pair_precisions(runner, name, model, batch,
