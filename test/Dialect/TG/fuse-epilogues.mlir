@@ -184,15 +184,17 @@ func.func @sgd_updates(%x: tensor<16x4xf32>, %dy: tensor<16x3xf32>, %w: tensor<4
 // -----
 
 // Scalings that stay: by a value that is not a constant, by a vector, by a
-// constant that is not finite, and of an operand something other than a
-// matmul reads too.
+// constant that is not finite, of an operand something other than a
+// matmul reads too, and those whose alpha would leave f32's range (the
+// second of two scalings by 1e30; an operand's by 1e20).
 // CHECK-LABEL: func @scalings_left_alone
 // CHECK-NOT: tg.fused_matmul
-// CHECK-COUNT-2: tg.mul
-// CHECK: tg.mul
-// CHECK: tg.mul
-// CHECK-NOT: tg.fused_matmul
-func.func @scalings_left_alone(%x: tensor<8x4xf32>, %w: tensor<4x3xf32>, %s: tensor<f32>) -> (tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x4xf32>) {
+// CHECK-COUNT-4: tg.mul
+// CHECK: %[[BIG:.*]] = tg.fused_matmul %arg0, %arg1 {alpha = 1.0000000{{[0-9]+}}E+30 : f64}
+// CHECK-NEXT: tg.mul %[[BIG]]
+// CHECK: tg.mul %arg0
+// CHECK-NEXT: tg.matmul
+func.func @scalings_left_alone(%x: tensor<8x4xf32>, %w: tensor<4x3xf32>, %s: tensor<f32>) -> (tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x4xf32>, tensor<8x3xf32>, tensor<8x3xf32>) {
   %v = tg.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
   %inf = tg.constant dense<0x7F800000> : tensor<f32>
   %mm = tg.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
@@ -204,7 +206,14 @@ func.func @scalings_left_alone(%x: tensor<8x4xf32>, %w: tensor<4x3xf32>, %s: ten
   %half = tg.constant dense<5.000000e-01> : tensor<f32>
   %xs = tg.mul %x, %half : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
   %mm4 = tg.matmul %xs, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
-  return %a, %b, %c, %mm4, %xs : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x4xf32>
+  %huge = tg.constant dense<1.0e+30> : tensor<f32>
+  %mm5 = tg.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  %once = tg.mul %mm5, %huge : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xf32>
+  %twice = tg.mul %once, %huge : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xf32>
+  %big = tg.constant dense<1.0e+20> : tensor<f32>
+  %xb = tg.mul %x, %big : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+  %mm6 = tg.matmul %xb, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  return %a, %b, %c, %mm4, %xs, %twice, %mm6 : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x4xf32>, tensor<8x3xf32>, tensor<8x3xf32>
 }
 
 // -----

@@ -24,6 +24,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 namespace mp::tg {
@@ -56,9 +57,22 @@ std::optional<double> scalarConstant(Value v) {
   if (!matchPattern(v, m_Constant(&value)) || value.getNumElements() != 1 ||
       !isa<FloatType>(value.getElementType()))
     return std::nullopt;
-  double d = (*value.value_begin<APFloat>()).convertToDouble();
+  auto first = value.try_value_begin<APFloat>();
+  if (!first)
+    return std::nullopt;
+  double d = (**first).convertToDouble();
   return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
 }
+
+/// Whether `alpha` is one the runtime takes in every compute type: finite
+/// in f32 (an f32 product rounds it to f32).
+bool fitsAlpha(double alpha) {
+  return std::fabs(alpha) <= double(std::numeric_limits<float>::max());
+}
+
+/// The largest scalar an operand scaling folds: two of them stay far inside
+/// f32's range, whatever joins after them (each step checks fitsAlpha).
+constexpr double kLargestOperandScale = 0x1p32;
 
 /// `mul` as x * c with c a constant scalar and x of the product's type:
 /// x and c, or nothing.
@@ -141,7 +155,8 @@ private:
   void findOperandScalings() {
     getOperation()->walk([&](MulOp mul) {
       std::optional<std::pair<Value, double>> s = scaling(mul);
-      if (!s || mul->use_empty())
+      if (!s || mul->use_empty() ||
+          std::fabs(s->second) > kLargestOperandScale)
         return;
       for (Operation *user : mul->getUsers()) {
         auto m = dyn_cast<MatmulOp>(user);
@@ -175,7 +190,8 @@ private:
     while (scale)
       if (auto mul = dyn_cast_or_null<MulOp>(soleUser(c.result()))) {
         std::optional<std::pair<Value, double>> s = scaling(mul);
-        if (!s || s->first != c.result() || operandScalings.contains(mul))
+        if (!s || s->first != c.result() || operandScalings.contains(mul) ||
+            !fitsAlpha(c.alpha * s->second))
           break;
         c.alpha *= s->second;
         c.ops.push_back(mul);
@@ -269,9 +285,10 @@ private:
       return false;
     FloatType compute =
         cast<PrecisionOpInterface>(update.getOperation()).getComputeType();
-    if (!compute || compute.getWidth() < 32)
+    double alpha = c.alpha * -double(update.getLr().convertToFloat());
+    if (!compute || compute.getWidth() < 32 || !fitsAlpha(alpha))
       return false;
-    c.alpha *= -double(update.getLr().convertToFloat());
+    c.alpha = alpha;
     c.residual = update.getParam();
     c.ops.push_back(update);
     return true;
