@@ -75,6 +75,29 @@ func.func @step(%x: tensor<8x4xf32> {tg.input = "x"}, %y: tensor<8xi32> {tg.labe
 
 // -----
 
+// An SGD update folded into its gradient's GEMM (tg-fuse-epilogues) also
+// writes the parameter in place: the fused matmul reads it as its residual
+// and writes over it, with no buffer and no copy for the new value.
+// CHECK-LABEL: func @fused_update
+// CHECK-SAME: %[[X:[^:]*]]: memref<8x4xf32> {mp.input = "x"}
+// CHECK-SAME: %[[W:[^:]*]]: memref<4x3xf32> {mp.param = "w"}
+// CHECK-NOT: memref.alloc() : memref<4x3xf32>
+// CHECK: extract_aligned_pointer_as_index %[[W]]
+// CHECK: extract_aligned_pointer_as_index %[[W]]
+// CHECK: call @mprt_fused_matmul
+// CHECK-NOT: call @mprt_copy
+// CHECK: return
+func.func @fused_update(%x: tensor<8x4xf32> {tg.input = "x"}, %d: tensor<8x3xf32> {tg.input = "d"},
+                        %w: tensor<4x3xf32> {tg.param = "w"})
+    -> (tensor<f32> {tg.loss}, tensor<4x3xf32> {tg.update = "w"}) attributes {tg.train_step} {
+  %l = tg.reduce_sum %d axes = [0, 1] : (tensor<8x3xf32>) -> tensor<f32>
+  %w1 = tg.fused_matmul %x, %d transpose_lhs residual(%w) {alpha = -1.250000e-01 : f64}
+      : (tensor<8x4xf32>, tensor<8x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %l, %w1 : tensor<f32>, tensor<4x3xf32>
+}
+
+// -----
+
 // A parameter still read after its update cannot be updated in place: the
 // update writes a fresh buffer, copied into the parameter at the end.
 // CHECK-LABEL: func @read_after_update
