@@ -8,7 +8,7 @@
 //     pack b's block into panels of kColumns columns, k-major (each thread
 //       packs a share of the panels; a barrier makes them visible to all);
 //     pack a's block into panels of kRows rows, k-major (each thread packs
-//       the panels of its own rows);
+//       the panels of its own rows), unless a is row-major;
 //     for each panel of b, for each of the thread's panels of a:
 //       the kRows x kColumns tile of c in registers: per step along k, the
 //       tile's two vectors of b and a broadcast of each of its rows of a
@@ -16,14 +16,23 @@
 //
 // AVX-512: 14 x 32 tiles, 28 zmm accumulators. AVX2 with FMA: 6 x 16 tiles,
 // 12 ymm accumulators. A panel of b (at most 32 KB) stays in L1 while the
-// thread's panels of a stream from its L2. Panels past m or n are padded
+// thread's rows of a stream from its L2. Panels past m or n are padded
 // with zeros; their rows and columns are computed and never stored. An
-// operand stored with its panel's lines along k (a row-major lhs, a
-// transposed rhs) is packed by register transposes of 16 x 16 (8 x 8)
-// blocks; one with the lines side by side is copied. The tile adds the bias
-// and what c held (the previous blocks' sums, or the caller's accumulator)
-// when it stores. Each output element is a sum in a fixed order (blocks in
-// turn, each in order along k) whatever the number of threads.
+// operand stored with its panel's lines along k (a transposed rhs) is
+// packed by register transposes of 16 x 16 (8 x 8) blocks; one with the
+// lines side by side (a row-major rhs, a transposed lhs) is copied. The tile
+// adds the bias and what c held (the previous blocks' sums, or the caller's
+// accumulator) when it stores. Each output element is a sum in a fixed order
+// (blocks in turn, each in order along k) whatever the number of threads.
+//
+// A row-major a (the activations of a forward product, the output gradient
+// of an input gradient's) is not packed: the tile broadcasts its rows'
+// elements from where they lie, kRows streams along k. With the operands
+// in cache the two forms run alike, but in a training step a arrives cold,
+// just written by the op before, and the packing pass over it cost more
+// than the tiles' reads through L2 (benchmarks/README.md). b is always
+// packed: read in place, a panel's steps would lie whole rows apart and
+// crowd a few sets of L1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,13 +58,16 @@ constexpr int64_t kDepth = 256; // the longest block along k (KC)
 /// a pass over both operands, and the parallel region a few microseconds.
 constexpr int64_t kMinimumProduct = int64_t(1) << 21;
 
-/// A tile: `rows` rows of the panel `ap` times the first `columns` columns
-/// of the panel `bp`, over `depth` steps, times `alpha` (when not null),
+/// A tile: `rows` rows of a times the first `columns` columns of the panel
+/// `bp`, over `depth` steps, times `alpha` (when not null),
 /// stored into c (row step `ldc`) plus the bias (when given) plus c's own
-/// values (when `load`).
-using TileFn = void (*)(int64_t depth, const float *ap, const float *bp,
-                        float *c, int64_t ldc, const float *alpha,
-                        const float *bias, bool load, int64_t columns);
+/// values (when `load`). The rows of a are the panel `ap` (row i at step x
+/// is ap[x * kRows + i]), or for the tiles that read a in place, rows
+/// `lda` apart from ap on (ap[i * lda + x]).
+using TileFn = void (*)(int64_t depth, const float *ap, int64_t lda,
+                        const float *bp, float *c, int64_t ldc,
+                        const float *alpha, const float *bias, bool load,
+                        int64_t columns);
 
 #ifdef MP_X86
 
@@ -150,7 +162,7 @@ struct Avx512 {
                    int64_t lines, int64_t width, int64_t depth, float *to);
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
                               int64_t width, int64_t depth, float *to);
-  static TileFn tileFor(int64_t rows);
+  static TileFn tileFor(int64_t rows, bool inPlace);
 };
 
 /// AVX2 with FMA (MP_TARGET_AVX2).
@@ -200,7 +212,7 @@ struct Avx2 {
                    int64_t lines, int64_t width, int64_t depth, float *to);
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
                               int64_t width, int64_t depth, float *to);
-  static TileFn tileFor(int64_t rows);
+  static TileFn tileFor(int64_t rows, bool inPlace);
 };
 
 //===----------------------------------------------------------------------===//
@@ -265,24 +277,40 @@ struct Avx2 {
       }                                                                        \
   }                                                                            \
                                                                                \
-  template <int R>                                                             \
-  TARGET void tile##ISA(int64_t depth, const float *ap, const float *bp,       \
-                        float *c, int64_t ldc, const float *alpha,             \
-                        const float *bias, bool load, int64_t columns) {       \
+  template <int R, bool kInPlace>                                              \
+  TARGET void tile##ISA(int64_t depth, const float *ap, int64_t lda,           \
+                        const float *bp, float *c, int64_t ldc,                \
+                        const float *alpha, const float *bias, bool load,      \
+                        int64_t columns) {                                     \
     using V = ISA::V;                                                          \
     constexpr int64_t kLanes = ISA::kLanes;                                    \
     V acc[R][2];                                                               \
     _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) acc[i][0] =           \
         acc[i][1] = ISA::zero();                                               \
-    _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {              \
-      V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                       \
-      _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                   \
-        V a = ISA::broadcast(ap + i);                                          \
-        acc[i][0] = ISA::fma(a, b0, acc[i][0]);                                \
-        acc[i][1] = ISA::fma(a, b1, acc[i][1]);                                \
+    if constexpr (kInPlace) {                                                  \
+      const float *rows[R];                                                    \
+      _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) rows[i] =           \
+          ap + i * lda;                                                        \
+      _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {            \
+        V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                     \
+        _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                 \
+          V a = ISA::broadcast(rows[i] + x);                                   \
+          acc[i][0] = ISA::fma(a, b0, acc[i][0]);                              \
+          acc[i][1] = ISA::fma(a, b1, acc[i][1]);                              \
+        }                                                                      \
+        bp += ISA::kColumns;                                                   \
       }                                                                        \
-      ap += ISA::kRows;                                                        \
-      bp += ISA::kColumns;                                                     \
+    } else {                                                                   \
+      _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {            \
+        V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                     \
+        _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                 \
+          V a = ISA::broadcast(ap + i);                                        \
+          acc[i][0] = ISA::fma(a, b0, acc[i][0]);                              \
+          acc[i][1] = ISA::fma(a, b1, acc[i][1]);                              \
+        }                                                                      \
+        ap += ISA::kRows;                                                      \
+        bp += ISA::kColumns;                                                   \
+      }                                                                        \
     }                                                                          \
     int64_t high = columns - kLanes;                                           \
     V scale = alpha ? ISA::broadcast(alpha) : ISA::zero();                     \
@@ -311,10 +339,17 @@ struct Avx2 {
     }                                                                          \
   }                                                                            \
                                                                                \
-  TileFn ISA::tileFor(int64_t rows) {                                          \
-    return tileTable<ISA>(                                                     \
-        [](auto r) -> TileFn { return tile##ISA<decltype(r)::value + 1>; },    \
-        std::make_index_sequence<ISA::kRows>())[rows - 1];                     \
+  TileFn ISA::tileFor(int64_t rows, bool inPlace) {                            \
+    auto table = [](auto inPlaceTag) {                                         \
+      return tileTable<ISA>(                                                   \
+          [](auto r) -> TileFn {                                               \
+            return tile##ISA<decltype(r)::value + 1,                           \
+                             decltype(inPlaceTag)::value>;                     \
+          },                                                                   \
+          std::make_index_sequence<ISA::kRows>());                             \
+    };                                                                         \
+    return (inPlace ? table(std::true_type())                                  \
+                    : table(std::false_type()))[rows - 1];                     \
   }
 
 /// The tiles of 1 .. kRows rows, tileOf(integral_constant<R - 1>) for R.
@@ -356,8 +391,10 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
   int64_t blocks = (k + kDepth - 1) / kDepth;
   int64_t depth = (k + blocks - 1) / blocks; // blocks of equal length
   const float *scale = alpha == 1.0f ? nullptr : &alpha;
+  // A row-major a is read where it lies (module comment).
+  bool inPlace = a.colStep == 1;
   thread_local Panels aKept, bKept;
-  float *aPacked = aKept.get(rowPanels * kRows * depth);
+  float *aPacked = inPlace ? nullptr : aKept.get(rowPanels * kRows * depth);
   float *bPacked = bKept.get(columnPanels * kColumns * depth);
   auto run = [&](int thread, int threads, auto barrier) {
     int64_t p0 = rowPanels * thread / threads;
@@ -372,9 +409,10 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
       Isa::pack(b.data + k0 * b.rowStep + column * b.colStep, b.colStep,
                 b.rowStep, std::min(n, q1 * kColumns) - column, kColumns, d,
                 bPacked + q0 * kColumns * d);
-      Isa::pack(a.data + row * a.rowStep + k0 * a.colStep, a.rowStep, a.colStep,
-                std::min(m, p1 * kRows) - row, kRows, d,
-                aPacked + p0 * kRows * d);
+      if (!inPlace)
+        Isa::pack(a.data + row * a.rowStep + k0 * a.colStep, a.rowStep,
+                  a.colStep, std::min(m, p1 * kRows) - row, kRows, d,
+                  aPacked + p0 * kRows * d);
       barrier();
       bool first = k0 == 0;
       for (int64_t q = 0; q < columnPanels; ++q) {
@@ -383,9 +421,11 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
         const float *tileBias = first && bias ? bias + j0 : nullptr;
         for (int64_t p = p0; p < p1; ++p) {
           int64_t i0 = p * kRows;
-          Isa::tileFor(std::min(kRows, m - i0))(
-              d, aPacked + p * kRows * d, bp, c + i0 * ldc + j0, ldc, scale,
-              tileBias, !first || accumulate, std::min(kColumns, n - j0));
+          const float *ap =
+              inPlace ? a.data + i0 * a.rowStep + k0 : aPacked + p * kRows * d;
+          Isa::tileFor(std::min(kRows, m - i0), inPlace)(
+              d, ap, a.rowStep, bp, c + i0 * ldc + j0, ldc, scale, tileBias,
+              !first || accumulate, std::min(kColumns, n - j0));
         }
       }
       // The next block repacks b, which the other threads may still read,
