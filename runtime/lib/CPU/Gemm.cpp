@@ -27,12 +27,13 @@
 //
 // A row-major a (the activations of a forward product, the output gradient
 // of an input gradient's) is not packed: the tile broadcasts its rows'
-// elements from where they lie, kRows streams along k. With the operands
-// in cache the two forms run alike, but in a training step a arrives cold,
-// just written by the op before, and the packing pass over it cost more
-// than the tiles' reads through L2 (benchmarks/README.md). b is always
-// packed: read in place, a panel's steps would lie whole rows apart and
-// crowd a few sets of L1.
+// elements from where they lie, kRows streams along k. That saves a pass
+// over an operand that arrives cold, just written by the op before, and
+// with operands in cache it also ran faster (benchmarks/README.md) except
+// where the rows lie a multiple of 4 KB apart: then the tile's kRows
+// streams and their prefetches all fall in one set of L1, and a is packed
+// as before. b is always packed: read in place, a panel's steps would lie
+// whole rows apart and crowd a few sets of L1 likewise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,9 @@ using namespace mp::rt;
 namespace {
 
 constexpr int64_t kDepth = 256; // the longest block along k (KC)
+
+/// Addresses this many bytes apart map to the same set of L1.
+constexpr int64_t kPage = 4096;
 
 /// Products below this many multiply-adds stay with oneDNN: packing costs
 /// a pass over both operands, and the parallel region a few microseconds.
@@ -391,8 +395,10 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
   int64_t blocks = (k + kDepth - 1) / kDepth;
   int64_t depth = (k + blocks - 1) / blocks; // blocks of equal length
   const float *scale = alpha == 1.0f ? nullptr : &alpha;
-  // A row-major a is read where it lies (module comment).
-  bool inPlace = a.colStep == 1;
+  // A row-major a is read where it lies (module comment), unless its rows
+  // are a multiple of 4 KB apart: then the tile's rows share one set of L1.
+  bool inPlace =
+      a.colStep == 1 && a.rowStep % int64_t(kPage / sizeof(float)) != 0;
   thread_local Panels aKept, bKept;
   float *aPacked = inPlace ? nullptr : aKept.get(rowPanels * kRows * depth);
   float *bPacked = bKept.get(columnPanels * kColumns * depth);
