@@ -1,0 +1,83 @@
+"""PyTorch's side of benchmarks/gemm_cold_cpu.cpp: torch.mm (MKL's sgemm
+on an Intel CPU) at the ViT's and BERT's projection shapes, warm (the same
+operands again and again) and cold (cycling through 64 MB of operand sets,
+so each call's were evicted from L2 by the calls between), in turn, round
+after round. Prints the same table as gemm_cold_cpu; the two cold / warm
+columns say how much each GEMM loses when its operands arrive cold, as
+they do in a training step.
+
+usage: python gemm_cold_torch.py [rounds]
+
+Runs in a Python with torch; all cores, as torch_steps.py. Under
+MP_CPU_ISA=avx2 it caps MKL and ATen to AVX2 the way torch_steps.py does.
+"""
+
+import os
+import statistics
+import sys
+import time
+
+if os.environ.get("MP_CPU_ISA") == "avx2":
+    os.environ.setdefault("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+
+import torch  # noqa: E402
+
+# name, m, n, k, lhs transposed, rhs transposed (gemm_cold_cpu.cpp's list)
+PRODUCTS = [
+    ("vit qkv forward", 520, 768, 256, False, True),
+    ("vit fc1 forward", 520, 1024, 256, False, True),
+    ("vit fc2 forward", 520, 256, 1024, False, True),
+    ("vit fc1 input gradient", 520, 256, 1024, False, False),
+    ("vit fc1 weight gradient", 1024, 256, 520, True, False),
+    ("bert qkv forward", 1024, 256, 256, False, True),
+    ("bert fc1 forward", 1024, 1024, 256, False, True),
+    ("bert fc2 forward", 1024, 256, 1024, False, True),
+    ("bert fc2 input gradient", 1024, 1024, 256, False, False),
+    ("bert fc2 weight gradient", 256, 1024, 1024, True, False),
+]
+COLD_BYTES = 64 << 20
+
+
+def operands(m, n, k, ta, tb):
+    lhs = torch.randn(k, m).t() if ta else torch.randn(m, k)
+    rhs = torch.randn(n, k).t() if tb else torch.randn(k, n)
+    return lhs, rhs, torch.empty(m, n)
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    if rounds < 1:
+        sys.exit("gemm_cold_torch.py: rounds must be positive")
+    torch.set_num_threads(os.cpu_count())
+    print("| product | m x n x k | warm us | GFLOP/s | cold us | GFLOP/s "
+          "| cold / warm |\n|---|---|---:|---:|---:|---:|---:|")
+    for name, m, n, k, ta, tb in PRODUCTS:
+        size = 4 * (m * k + k * n + m * n)
+        cold = [operands(m, n, k, ta, tb)
+                for _ in range(max(2, COLD_BYTES // size))]
+        warm = operands(m, n, k, ta, tb)
+        for i in range(3):
+            torch.mm(warm[0], warm[1], out=warm[2])
+            c = cold[i % len(cold)]
+            torch.mm(c[0], c[1], out=c[2])
+        warm_s, cold_s = [], []
+        for r in range(rounds):
+            torch.mm(warm[0], warm[1], out=warm[2])  # back into L2
+            t0 = time.perf_counter()
+            torch.mm(warm[0], warm[1], out=warm[2])
+            t1 = time.perf_counter()
+            c = cold[r % len(cold)]
+            torch.mm(c[0], c[1], out=c[2])
+            t2 = time.perf_counter()
+            warm_s.append(t1 - t0)
+            cold_s.append(t2 - t1)
+        flops = 2.0 * m * n * k
+        w, c = statistics.median(warm_s), statistics.median(cold_s)
+        print("| %s | %dx%dx%d | %.1f | %.0f | %.1f | %.0f | %.2f |"
+              % (name, m, n, k, 1e6 * w, flops / w / 1e9, 1e6 * c,
+                 flops / c / 1e9, c / w))
+
+
+if __name__ == "__main__":
+    main()
