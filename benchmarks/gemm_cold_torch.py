@@ -12,16 +12,10 @@ Runs in a Python with torch; all cores, as torch_steps.py. Under
 MP_CPU_ISA=avx2 it caps MKL and ATen to AVX2 the way torch_steps.py does.
 """
 
+import argparse
 import os
 import statistics
-import sys
 import time
-
-if os.environ.get("MP_CPU_ISA") == "avx2":
-    os.environ.setdefault("MKL_ENABLE_INSTRUCTIONS", "AVX2")
-    os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
-
-import torch  # noqa: E402
 
 # name, m, n, k, lhs transposed, rhs transposed (gemm_cold_cpu.cpp's list)
 PRODUCTS = [
@@ -46,9 +40,20 @@ def operands(m, n, k, ta, tb):
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("rounds", nargs="?", type=int, default=40)
+    rounds = p.parse_args().rounds
     if rounds < 1:
-        sys.exit("gemm_cold_torch.py: rounds must be positive")
+        p.error("rounds must be positive")
+    # The caps are read when torch loads.
+    if os.environ.get("MP_CPU_ISA") == "avx2":
+        os.environ.setdefault("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+        os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
+    global torch
+    try:
+        import torch
+    except ImportError:
+        p.error("needs a Python with torch (benchmarks/README.md)")
     torch.set_num_threads(os.cpu_count())
     print("| product | m x n x k | warm us | GFLOP/s | cold us | GFLOP/s "
           "| cold / warm |\n|---|---|---:|---:|---:|---:|---:|")
