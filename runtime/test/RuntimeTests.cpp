@@ -1049,11 +1049,11 @@ void testFusedMatmul(std::mt19937_64 &rng) {
 
 /// The runtime's packed f32 GEMM (runtime/lib/CPU/Gemm.h) called directly,
 /// against float64: m, n and k at and either side of its tile and block
-/// sizes (14 rows, 32 columns, 256 along k), every transpose, rows stored
-/// longer than they are (1024 long for k = 1021: a row-major lhs whose rows
-/// lie 4 KB apart is packed, others are read in place), with and without
-/// the bias and the accumulation
-/// into c; the elements of c past n in each row must keep their values.
+/// sizes (14 rows, 32 columns, 256 along k; every tile height), every
+/// transpose, rows stored longer than they are (1024 long for k = 1021: a
+/// row-major lhs whose rows lie 4 KB apart is packed, others are read in
+/// place), with and without the bias and the accumulation into c; the
+/// elements of c past n in each row must keep their values.
 /// Skipped, saying so, where the runtime does not use it (AVX-512 without
 /// MP_PACKED_GEMM=1, a CPU without AVX2 and FMA, MP_PACKED_GEMM=0).
 void testPackedGemm(std::mt19937_64 &rng) {
@@ -1067,7 +1067,8 @@ void testPackedGemm(std::mt19937_64 &rng) {
   bool ok = true;
   int calls = 0;
   double worst = 0;
-  for (int64_t m : {1, 13, 14, 15, 29, 130})
+  // Every tile height on AVX2 (6 rows) and AVX-512 (14), then several.
+  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 29, 130})
     for (int64_t n : {1, 31, 32, 33, 70})
       for (int64_t k : {1, 255, 256, 257, 600, 1021})
         for (int form = 0; form < 4; ++form) {

@@ -8,32 +8,34 @@
 //     pack b's block into panels of kColumns columns, k-major (each thread
 //       packs a share of the panels; a barrier makes them visible to all);
 //     pack a's block into panels of kRows rows, k-major (each thread packs
-//       the panels of its own rows), unless a is row-major;
-//     for each panel of b, for each of the thread's panels of a:
+//       the panels of its own rows), unless a is read in place (below);
+//     for each panel of b, for each group of kRows of the thread's rows of a:
 //       the kRows x kColumns tile of c in registers: per step along k, the
 //       tile's two vectors of b and a broadcast of each of its rows of a
 //       feed 2 kRows FMAs.
 //
 // AVX-512: 14 x 32 tiles, 28 zmm accumulators. AVX2 with FMA: 6 x 16 tiles,
 // 12 ymm accumulators. A panel of b (at most 32 KB) stays in L1 while the
-// thread's rows of a stream from its L2. Panels past m or n are padded
-// with zeros; their rows and columns are computed and never stored. An
-// operand stored with its panel's lines along k (a transposed rhs) is
-// packed by register transposes of 16 x 16 (8 x 8) blocks; one with the
-// lines side by side (a row-major rhs, a transposed lhs) is copied. The tile
-// adds the bias and what c held (the previous blocks' sums, or the caller's
-// accumulator) when it stores. Each output element is a sum in a fixed order
-// (blocks in turn, each in order along k) whatever the number of threads.
+// thread's rows of a stream from its L2. Panels are padded with zeros past
+// m and n; a tile computes the columns past n and stores none of them, and
+// takes only the rows of a that exist (a tile of fewer rows). An operand
+// stored with its panel's lines along k (a transposed rhs, a row-major lhs
+// that is packed) is packed by register transposes of 16 x 16 (8 x 8)
+// blocks; one with the lines side by side (a row-major rhs, a transposed
+// lhs) is copied. The tile adds the bias and what c held (the previous
+// blocks' sums, or the caller's accumulator) when it stores. Each output
+// element is a sum in a fixed order (blocks in turn, each in order along k)
+// whatever the number of threads.
 //
 // A row-major a (the activations of a forward product, the output gradient
 // of an input gradient's) is not packed: the tile broadcasts its rows'
 // elements from where they lie, kRows streams along k. That saves a pass
 // over an operand that arrives cold, just written by the op before, and
-// with operands in cache it also ran faster (benchmarks/README.md) except
-// where the rows lie a multiple of 4 KB apart: then the tile's kRows
-// streams and their prefetches all fall in one set of L1, and a is packed
-// as before. b is always packed: read in place, a panel's steps would lie
-// whole rows apart and crowd a few sets of L1 likewise.
+// with operands in cache it also ran faster (benchmarks/README.md, on
+// AVX2) except where the rows lie a multiple of 4 KB apart: then the
+// tile's kRows streams and their prefetches all fall in one set of L1, and
+// a is packed as before. b is always packed: read in place, a panel's steps
+// would lie whole rows apart and crowd a few sets of L1 likewise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,7 +58,7 @@ namespace {
 constexpr int64_t kDepth = 256; // the longest block along k (KC)
 
 /// Addresses this many bytes apart map to the same set of L1.
-constexpr int64_t kPage = 4096;
+constexpr int64_t kL1SetStride = 4096;
 
 /// Products below this many multiply-adds stay with oneDNN: packing costs
 /// a pass over both operands, and the parallel region a few microseconds.
@@ -292,13 +294,13 @@ struct Avx2 {
     _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) acc[i][0] =           \
         acc[i][1] = ISA::zero();                                               \
     if constexpr (kInPlace) {                                                  \
-      const float *rows[R];                                                    \
-      _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) rows[i] =           \
+      const float *aRows[R];                                                   \
+      _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) aRows[i] =          \
           ap + i * lda;                                                        \
       _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {            \
         V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                     \
         _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                 \
-          V a = ISA::broadcast(rows[i] + x);                                   \
+          V a = ISA::broadcast(aRows[i] + x);                                  \
           acc[i][0] = ISA::fma(a, b0, acc[i][0]);                              \
           acc[i][1] = ISA::fma(a, b1, acc[i][1]);                              \
         }                                                                      \
@@ -398,7 +400,7 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
   // A row-major a is read where it lies (module comment), unless its rows
   // are a multiple of 4 KB apart: then the tile's rows share one set of L1.
   bool inPlace =
-      a.colStep == 1 && a.rowStep % int64_t(kPage / sizeof(float)) != 0;
+      a.colStep == 1 && a.rowStep % int64_t(kL1SetStride / sizeof(float)) != 0;
   thread_local Panels aKept, bKept;
   float *aPacked = inPlace ? nullptr : aKept.get(rowPanels * kRows * depth);
   float *bPacked = bKept.get(columnPanels * kColumns * depth);
