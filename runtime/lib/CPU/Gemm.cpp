@@ -293,30 +293,19 @@ struct Avx2 {
     V acc[R][2];                                                               \
     _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) acc[i][0] =           \
         acc[i][1] = ISA::zero();                                               \
-    if constexpr (kInPlace) {                                                  \
-      const float *aRows[R];                                                   \
-      _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) aRows[i] =          \
-          ap + i * lda;                                                        \
-      _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {            \
-        V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                     \
-        _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                 \
-          V a = ISA::broadcast(aRows[i] + x);                                  \
-          acc[i][0] = ISA::fma(a, b0, acc[i][0]);                              \
-          acc[i][1] = ISA::fma(a, b1, acc[i][1]);                              \
-        }                                                                      \
-        bp += ISA::kColumns;                                                   \
+    /* Row i of a at step x: aRows[i][x * kStep]. */                           \
+    constexpr int64_t kStep = kInPlace ? 1 : ISA::kRows;                       \
+    const float *aRows[R];                                                     \
+    _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) aRows[i] =            \
+        kInPlace ? ap + i * lda : ap + i;                                      \
+    _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {              \
+      V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                       \
+      _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                   \
+        V a = ISA::broadcast(aRows[i] + x * kStep);                            \
+        acc[i][0] = ISA::fma(a, b0, acc[i][0]);                                \
+        acc[i][1] = ISA::fma(a, b1, acc[i][1]);                                \
       }                                                                        \
-    } else {                                                                   \
-      _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {            \
-        V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                     \
-        _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                 \
-          V a = ISA::broadcast(ap + i);                                        \
-          acc[i][0] = ISA::fma(a, b0, acc[i][0]);                              \
-          acc[i][1] = ISA::fma(a, b1, acc[i][1]);                              \
-        }                                                                      \
-        ap += ISA::kRows;                                                      \
-        bp += ISA::kColumns;                                                   \
-      }                                                                        \
+      bp += ISA::kColumns;                                                     \
     }                                                                          \
     int64_t high = columns - kLanes;                                           \
     V scale = alpha ? ISA::broadcast(alpha) : ISA::zero();                     \
