@@ -6,7 +6,8 @@
 // the same product on the same buffers measures it with everything in L2.
 // This one times mpMatmul at the ViT's and BERT's projection shapes (the
 // benchmark steps of torch_cpu_steps.py: 520 and 1024 tokens, width 256,
-// MLP 1024) both ways, in turn, round after round:
+// MLP 1024) and at their attention's batched ones (8 sequences of 65 and
+// 128 tokens, 4 heads of 64) both ways, in turn, round after round:
 //  - warm: one set of operands, called again and again;
 //  - cold: the call cycles through enough sets of operands (and outputs)
 //    that each call's were evicted from L2 by the calls between.
@@ -33,12 +34,20 @@
 
 namespace {
 
-/// One product: [m, k] x [k, n] with lhs or rhs stored transposed.
+/// One product: `batch` times [m, k] x [k, n] with lhs or rhs stored
+/// transposed.
 struct Product {
   const char *name;
-  int64_t m, n, k;
+  int64_t batch, m, n, k;
   bool ta, tb;
 };
+
+/// [batch, rows, columns], or [rows, columns] for a single matrix.
+std::vector<int64_t> shapeOf(int64_t batch, int64_t rows, int64_t columns) {
+  if (batch == 1)
+    return {rows, columns};
+  return {batch, rows, columns};
+}
 
 /// Bytes of operands the cold calls cycle through: past both cores' L2
 /// (2 MB each on the machines of benchmarks/README.md) many times over.
@@ -47,11 +56,11 @@ constexpr int64_t kColdBytes = int64_t(64) << 20;
 struct Operands {
   bench::Buffer lhs, rhs, out;
   Operands(const Product &p)
-      : lhs(MP_F32, p.ta ? std::vector<int64_t>{p.k, p.m}
-                         : std::vector<int64_t>{p.m, p.k}),
-        rhs(MP_F32, p.tb ? std::vector<int64_t>{p.n, p.k}
-                         : std::vector<int64_t>{p.k, p.n}),
-        out(MP_F32, {p.m, p.n}) {}
+      : lhs(MP_F32,
+            p.ta ? shapeOf(p.batch, p.k, p.m) : shapeOf(p.batch, p.m, p.k)),
+        rhs(MP_F32,
+            p.tb ? shapeOf(p.batch, p.n, p.k) : shapeOf(p.batch, p.k, p.n)),
+        out(MP_F32, shapeOf(p.batch, p.m, p.n)) {}
   void run(const Product &p) {
     bench::check("gemm_cold_cpu",
                  mpMatmul(&lhs.t, &rhs.t, &out.t, p.ta, p.tb, MP_F32));
@@ -72,21 +81,27 @@ int main(int argc, char **argv) {
     return 1;
   }
   const Product products[] = {
-      {"vit qkv forward", 520, 768, 256, false, true},
-      {"vit fc1 forward", 520, 1024, 256, false, true},
-      {"vit fc2 forward", 520, 256, 1024, false, true},
-      {"vit fc1 input gradient", 520, 256, 1024, false, false},
-      {"vit fc1 weight gradient", 1024, 256, 520, true, false},
-      {"bert qkv forward", 1024, 256, 256, false, true},
-      {"bert fc1 forward", 1024, 1024, 256, false, true},
-      {"bert fc2 forward", 1024, 256, 1024, false, true},
-      {"bert fc2 input gradient", 1024, 1024, 256, false, false},
-      {"bert fc2 weight gradient", 256, 1024, 1024, true, false},
+      {"vit qkv forward", 1, 520, 768, 256, false, true},
+      {"vit fc1 forward", 1, 520, 1024, 256, false, true},
+      {"vit fc2 forward", 1, 520, 256, 1024, false, true},
+      {"vit fc1 input gradient", 1, 520, 256, 1024, false, false},
+      {"vit fc1 weight gradient", 1, 1024, 256, 520, true, false},
+      {"vit attention scores", 32, 65, 65, 64, false, true},
+      {"vit attention output", 32, 65, 64, 65, false, false},
+      {"vit attention value gradient", 32, 65, 64, 65, true, false},
+      {"bert qkv forward", 1, 1024, 256, 256, false, true},
+      {"bert fc1 forward", 1, 1024, 1024, 256, false, true},
+      {"bert fc2 forward", 1, 1024, 256, 1024, false, true},
+      {"bert fc2 input gradient", 1, 1024, 1024, 256, false, false},
+      {"bert fc2 weight gradient", 1, 256, 1024, 1024, true, false},
+      {"bert attention scores", 32, 128, 128, 64, false, true},
+      {"bert attention output", 32, 128, 64, 128, false, false},
+      {"bert attention value gradient", 32, 128, 64, 128, true, false},
   };
   std::printf("| product | m x n x k | warm us | GFLOP/s | cold us | GFLOP/s "
               "| cold / warm |\n|---|---|---:|---:|---:|---:|---:|\n");
   for (const Product &p : products) {
-    int64_t bytes = 4 * (p.m * p.k + p.k * p.n + p.m * p.n);
+    int64_t bytes = 4 * p.batch * (p.m * p.k + p.k * p.n + p.m * p.n);
     int64_t sets = std::max<int64_t>(2, kColdBytes / bytes);
     std::vector<std::unique_ptr<Operands>> cold;
     for (int64_t s = 0; s < sets; ++s)
@@ -107,10 +122,14 @@ int main(int argc, char **argv) {
       warmMs.push_back(t1 - t0);
       coldMs.push_back(t2 - t1);
     }
-    double flops = 2.0 * p.m * p.n * p.k, w = median(warmMs),
+    double flops = 2.0 * p.batch * p.m * p.n * p.k, w = median(warmMs),
            c = median(coldMs);
-    std::printf("| %s | %lldx%lldx%lld | %.1f | %.0f | %.1f | %.0f | %.2f |\n",
-                p.name, (long long)p.m, (long long)p.n, (long long)p.k,
+    char batch[32] = "";
+    if (p.batch != 1)
+      std::snprintf(batch, sizeof(batch), "%lld x ", (long long)p.batch);
+    std::printf("| %s | %s%lldx%lldx%lld | %.1f | %.0f | %.1f | %.0f | %.2f "
+                "|\n",
+                p.name, batch, (long long)p.m, (long long)p.n, (long long)p.k,
                 1e3 * w, flops / w / 1e6, 1e3 * c, flops / c / 1e6, c / w);
   }
   return 0;

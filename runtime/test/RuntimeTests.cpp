@@ -794,11 +794,20 @@ void testMatmul(std::mt19937_64 &rng) {
       // Products large enough for the runtime's packed GEMM (Gemm.h):
       // tiles past m and n, three blocks along k; both operands
       // transposed; a batch over one rhs (one taller matrix); a batch of
-      // transposed lhs matrices (one product each).
+      // three matrices, which two threads cannot share evenly (one
+      // product each).
       {{131, 600}, {600, 45}, false, false, {131, 45}},
       {{300, 131}, {77, 300}, true, true, {131, 77}},
       {{3, 50, 260}, {260, 70}, false, false, {3, 50, 70}},
+      {{3, 200, 110}, {3, 110, 100}, false, false, {3, 200, 100}},
+      // Batches shared out whole matrices per thread
+      // (packedGemmBatchTakes): transposed lhs matrices, attention's
+      // Q K^T (each matrix too small for packedGemmTakes), transposed lhs
+      // matrices again, one lhs over a batch of rhs.
       {{2, 260, 100}, {2, 260, 90}, true, false, {2, 100, 90}},
+      {{8, 65, 64}, {8, 65, 64}, false, true, {8, 65, 65}},
+      {{7, 70, 60}, {7, 70, 80}, true, false, {7, 60, 80}},
+      {{50, 64}, {10, 64, 70}, false, false, {10, 50, 70}},
   };
   struct Types {
     mpElementType storage, out, compute;
@@ -907,8 +916,10 @@ void testFusedMatmul(std::mt19937_64 &rng) {
       {{160, 24}, {24, 256}, false, false, {160, 256}},
       // Rows of 2 KB, padded for oneDNN's jit GEMM (see testMatmul).
       {{6, 40}, {40, 512}, false, false, {6, 512}},
-      // The packed GEMM's bias and residual (see testMatmul).
+      // The packed GEMM's bias and residual (see testMatmul), on one
+      // product and on a batch of small ones.
       {{150, 260}, {70, 260}, false, true, {150, 70}},
+      {{8, 65, 64}, {8, 64, 65}, false, false, {8, 65, 65}},
   };
   struct Types {
     mpElementType storage, out, bias, compute;

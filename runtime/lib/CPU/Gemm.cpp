@@ -64,6 +64,11 @@ constexpr int64_t kL1SetStride = 4096;
 /// a pass over both operands, and the parallel region a few microseconds.
 constexpr int64_t kMinimumProduct = int64_t(1) << 21;
 
+/// In a batch shared out whole matrices at a time, matrices below this many
+/// multiply-adds stay with oneDNN: packing them costs about as much as
+/// their tiles.
+constexpr int64_t kMinimumMatrix = int64_t(1) << 15;
+
 /// A tile: `rows` rows of a times the first `columns` columns of the panel
 /// `bp`, over `depth` steps, times `alpha` (when not null),
 /// stored into c (row step `ldc`) plus the bias (when given) plus c's own
@@ -452,7 +457,10 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
 
 } // namespace
 
-bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k) {
+namespace {
+
+/// Whether the packed GEMM runs on this CPU (packedGemmTakes).
+bool packedGemmEnabled() {
 #ifdef MP_X86
   // On AVX2 the packed GEMM made BERT's FP32 step 1.12x as fast as oneDNN's
   // jit GEMM did; on AVX-512 it matched oneDNN's brgemm within the noise
@@ -466,16 +474,36 @@ bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k) {
     bool asked = env && !std::strcmp(env, "1");
     return (cpu.avx512 && asked) || (cpu.avx2 && !cpu.avx512);
   }();
+  return enabled && libraryKernelsEnabled();
+#else
+  return false;
+#endif
+}
+
+} // namespace
+
+bool mp::rt::packedGemmTakes(int64_t m, int64_t n, int64_t k) {
+#ifdef MP_X86
   // Rows are what the threads share out: a product with fewer panels of
   // rows than threads would leave some idle, which oneDNN does not.
   int64_t rows = cpuFeatures().avx512 ? Avx512::kRows : Avx2::kRows;
-  return enabled && libraryKernelsEnabled() && m > 0 && n > 0 && k > 0 &&
+  return packedGemmEnabled() && m > 0 && n > 0 && k > 0 &&
          m * n * k >= kMinimumProduct &&
          (m + rows - 1) / rows >= kernelThreads();
 #else
   (void)m, (void)n, (void)k;
   return false;
 #endif
+}
+
+bool mp::rt::packedGemmBatchTakes(int64_t count, int64_t m, int64_t n,
+                                  int64_t k) {
+  if (!packedGemmEnabled() || count <= 0 || m <= 0 || n <= 0 || k <= 0)
+    return false;
+  int64_t threads = kernelThreads();
+  int64_t rounds = (count + threads - 1) / threads; // matrices per thread
+  return count * 5 >= rounds * threads * 4 && m * n * k >= kMinimumMatrix &&
+         count * m * n * k >= kMinimumProduct;
 }
 
 void mp::rt::packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a,

@@ -32,12 +32,22 @@ struct GemmOperand {
 /// for packing its operands.
 bool packedGemmTakes(int64_t m, int64_t n, int64_t k);
 
+/// Whether packedGemm takes a batch of `count` m x n x k products whole
+/// matrices per thread, each multiplied by its thread alone: the CPU as for
+/// packedGemmTakes, the threads about evenly loaded (no fewer than 80% of
+/// them busy on average), each matrix large enough to pay for its packing
+/// and all of them for the parallel region. For a batch it takes, that
+/// runs faster than multiplying the matrices in turn on all threads, which
+/// costs two barriers per block along k (benchmarks/README.md).
+bool packedGemmBatchTakes(int64_t count, int64_t m, int64_t n, int64_t k);
+
 /// c[i * ldc + j] = alpha times the sum over x < k of a(i, x) b(x, j), for
 /// i < m and j < n, plus bias[j] where `bias` is given, plus what c holds
 /// where `accumulate` is set; f32 accumulation in blocks of up to 256 along
 /// k, each block's sums scaled by alpha (no multiply where alpha is 1) as
-/// it is added. Only for products packedGemmTakes took; c must not overlap
-/// a, b or bias.
+/// it is added. Only for products packedGemmTakes or packedGemmBatchTakes
+/// took; c must not overlap a, b or bias. Called on a thread of a parallel
+/// region, it runs on that thread alone.
 void packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
                 float *c, int64_t ldc, const float *bias, bool accumulate,
                 float alpha = 1.0f);

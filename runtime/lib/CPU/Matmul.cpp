@@ -244,10 +244,12 @@ template <typename T> T activate(mpActivation a, T x) {
 }
 
 /// The f32 product on packedGemm: one matrix, a batch of plain lhs
-/// matrices over one rhs as one taller matrix, or each matrix of a batch
-/// in turn. `l`, `r` and `o` are dense f32, `o` holding the residual when
+/// matrices over one rhs as one taller matrix, each matrix of a batch in
+/// turn, or whole matrices per thread (packedGemmBatchTakes).
+/// `l`, `r` and `o` are dense f32, `o` holding the residual when
 /// `accumulate`. The caller has asked packedGemmTakes about the product
-/// this runs (m rows, or m times `count` for the taller matrix).
+/// this runs (m rows, or m times `count` for the taller matrix), or
+/// packedGemmBatchTakes about the batch.
 void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
                   int64_t m, int64_t n, int64_t k, int64_t count,
                   bool lhsShared, bool rhsShared, const float *bias,
@@ -256,13 +258,19 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
     m *= count;
     count = 1;
   }
-  for (int64_t i = 0; i < count; ++i) {
-    const float *lm = lhsShared ? l : l + i * m * k;
-    const float *rm = rhsShared ? r : r + i * k * n;
-    GemmOperand a = ta ? GemmOperand{lm, 1, m} : GemmOperand{lm, k, 1};
-    GemmOperand b = tb ? GemmOperand{rm, 1, k} : GemmOperand{rm, n, 1};
-    packedGemm(m, n, k, a, b, o + i * m * n, n, bias, accumulate, alpha);
-  }
+  auto multiply = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float *lm = lhsShared ? l : l + i * m * k;
+      const float *rm = rhsShared ? r : r + i * k * n;
+      GemmOperand a = ta ? GemmOperand{lm, 1, m} : GemmOperand{lm, k, 1};
+      GemmOperand b = tb ? GemmOperand{rm, 1, k} : GemmOperand{rm, n, 1};
+      packedGemm(m, n, k, a, b, o + i * m * n, n, bias, accumulate, alpha);
+    }
+  };
+  if (count > 1 && packedGemmBatchTakes(count, m, n, k))
+    parallelFor(count, 1, multiply);
+  else
+    multiply(0, count);
 }
 
 /// f32 accumulation on oneDNN or the packed GEMM, when every operand has
@@ -330,8 +338,10 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   int64_t rowsOfProduct = !ta && rc == 1 && lc > 1 ? m * b.count : m;
   // The runtime's own GEMM where it takes the product: operands dense, the
   // epilogue a bias and a residual (ReLU runs after either way).
-  bool packed = epilogue.activation == MP_ACTIVATION_NONE &&
-                packedGemmTakes(rowsOfProduct, n, k);
+  bool packed =
+      epilogue.activation == MP_ACTIVATION_NONE &&
+      (packedGemmTakes(rowsOfProduct, n, k) ||
+       (rowsOfProduct == m && packedGemmBatchTakes(b.count, m, n, k)));
   if (!packed && !dnnlTakes)
     return false;
   l.data = const_cast<float *>(matmulOperand(
