@@ -1063,8 +1063,9 @@ void testFusedMatmul(std::mt19937_64 &rng) {
 /// sizes (14 rows, 32 columns, 256 along k; every tile height), every
 /// transpose, rows stored longer than they are (1024 long for k = 1021: a
 /// row-major lhs whose rows lie 4 KB apart is packed, others are read in
-/// place), with and without the bias and the accumulation into c; the
-/// elements of c past n in each row must keep their values.
+/// place), with and without the bias, accumulating into c, adding a
+/// residual from another matrix, or neither; the elements of c past n in
+/// each row must keep their values.
 /// Skipped, saying so, where the runtime does not use it (AVX-512 without
 /// MP_PACKED_GEMM=1, a CPU without AVX2 and FMA, MP_PACKED_GEMM=0).
 void testPackedGemm(std::mt19937_64 &rng) {
@@ -1084,13 +1085,16 @@ void testPackedGemm(std::mt19937_64 &rng) {
       for (int64_t k : {1, 255, 256, 257, 600, 1021})
         for (int form = 0; form < 4; ++form) {
           bool ta = form & 1, tb = form & 2;
-          bool useBias = coin(rng), accumulate = coin(rng);
+          // The addend: none, c itself (accumulating) or a residual laid
+          // out as c.
+          bool useBias = coin(rng);
+          int addendKind = int(rng() % 3);
           // Stored rows a few elements longer than the matrix's own.
           int64_t aRow = (ta ? m : k) + 3, bRow = (tb ? k : n) + 5;
           int64_t ldc = n + 7;
           std::vector<float> a((ta ? k : m) * aRow), b((tb ? n : k) * bRow),
-              bias(n), c(m * ldc), c0;
-          for (std::vector<float> *v : {&a, &b, &bias, &c})
+              bias(n), c(m * ldc), c0, residual(m * ldc);
+          for (std::vector<float> *v : {&a, &b, &bias, &c, &residual})
             for (float &x : *v)
               x = value(rng);
           c0 = c;
@@ -1098,8 +1102,11 @@ void testPackedGemm(std::mt19937_64 &rng) {
                                      : mp::rt::GemmOperand{a.data(), aRow, 1};
           mp::rt::GemmOperand B = tb ? mp::rt::GemmOperand{b.data(), 1, bRow}
                                      : mp::rt::GemmOperand{b.data(), bRow, 1};
+          const float *addend = addendKind == 0   ? nullptr
+                                : addendKind == 1 ? c.data()
+                                                  : residual.data();
           mp::rt::packedGemm(m, n, k, A, B, c.data(), ldc,
-                             useBias ? bias.data() : nullptr, accumulate);
+                             useBias ? bias.data() : nullptr, addend);
           ++calls;
           // Sums of k products in f32 blocks, each block added to c, then
           // the bias and c's own value: within k + 4 roundings.
@@ -1126,17 +1133,19 @@ void testPackedGemm(std::mt19937_64 &rng) {
                 mag += std::fabs(p);
               }
               double addBias = useBias ? double(bias[j]) : 0.0;
-              double addC = accumulate ? double(c0[i * ldc + j]) : 0.0;
+              double addC = addendKind == 0   ? 0.0
+                            : addendKind == 1 ? double(c0[i * ldc + j])
+                                              : double(residual[i * ldc + j]);
               mag += std::fabs(addBias) + std::fabs(addC);
               ref += addBias + addC;
               double err = std::fabs(got - ref), bound = gamma * mag;
               if (!(err <= bound)) {
                 if (ok)
                   std::printf("  m %lld n %lld k %lld form %d bias %d "
-                              "accumulate %d: c[%lld, %lld] = %.9g, want "
+                              "addend %d: c[%lld, %lld] = %.9g, want "
                               "%.9g, bound %.3g\n",
                               (long long)m, (long long)n, (long long)k, form,
-                              useBias, accumulate, (long long)i, (long long)j,
+                              useBias, addendKind, (long long)i, (long long)j,
                               got, ref, bound);
                 ok = false;
               }

@@ -22,8 +22,10 @@
 // stored with its panel's lines along k (a transposed rhs, a row-major lhs
 // that is packed) is packed by register transposes of 16 x 16 (8 x 8)
 // blocks; one with the lines side by side (a row-major rhs, a transposed
-// lhs) is copied. The tile adds the bias and what c held (the previous
-// blocks' sums, or the caller's accumulator) when it stores. Each output
+// lhs) is copied. The tile adds the bias and an addend when it stores: in
+// the first block the caller's (c itself, or a residual laid out as c, read
+// where it lies rather than copied into c first), in later blocks what c
+// holds (the previous blocks' sums). Each output
 // element is a sum in a fixed order (blocks in turn, each in order along k)
 // whatever the number of threads.
 //
@@ -71,14 +73,15 @@ constexpr int64_t kMinimumMatrix = int64_t(1) << 15;
 
 /// A tile: `rows` rows of a times the first `columns` columns of the panel
 /// `bp`, over `depth` steps, times `alpha` (when not null),
-/// stored into c (row step `ldc`) plus the bias (when given) plus c's own
-/// values (when `load`). The rows of a are the panel `ap` (row i at step x
+/// stored into c (row step `ldc`) plus the bias (when given) plus the
+/// matrix `addend` (when given, row step `ldc`: c itself, or the caller's
+/// residual). The rows of a are the panel `ap` (row i at step x
 /// is ap[x * kRows + i]), or for the tiles that read a in place, rows
 /// `lda` apart from ap on (ap[i * lda + x]).
 using TileFn = void (*)(int64_t depth, const float *ap, int64_t lda,
                         const float *bp, float *c, int64_t ldc,
-                        const float *alpha, const float *bias, bool load,
-                        int64_t columns);
+                        const float *alpha, const float *bias,
+                        const float *addend, int64_t columns);
 
 #ifdef MP_X86
 
@@ -291,8 +294,8 @@ struct Avx2 {
   template <int R, bool kInPlace>                                              \
   TARGET void tile##ISA(int64_t depth, const float *ap, int64_t lda,           \
                         const float *bp, float *c, int64_t ldc,                \
-                        const float *alpha, const float *bias, bool load,      \
-                        int64_t columns) {                                     \
+                        const float *alpha, const float *bias,                 \
+                        const float *addend, int64_t columns) {                \
     using V = ISA::V;                                                          \
     constexpr int64_t kLanes = ISA::kLanes;                                    \
     V acc[R][2];                                                               \
@@ -330,9 +333,10 @@ struct Avx2 {
         v0 = ISA::add(v0, bias0);                                              \
         v1 = ISA::add(v1, bias1);                                              \
       }                                                                        \
-      if (load) {                                                              \
-        v0 = ISA::add(v0, ISA::loadFirst(row, columns));                       \
-        v1 = ISA::add(v1, ISA::loadFirst(row + kLanes, high));                 \
+      if (addend) {                                                            \
+        const float *from = addend + i * ldc;                                  \
+        v0 = ISA::add(v0, ISA::loadFirst(from, columns));                      \
+        v1 = ISA::add(v1, ISA::loadFirst(from + kLanes, high));                \
       }                                                                        \
       ISA::storeFirst(row, v0, columns);                                       \
       ISA::storeFirst(row + kLanes, v1, high);                                 \
@@ -384,7 +388,7 @@ struct Panels {
 template <typename Isa>
 void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
             const GemmOperand &b, float *c, int64_t ldc, const float *bias,
-            bool accumulate, float alpha) {
+            const float *addend, float alpha) {
   constexpr int64_t kRows = Isa::kRows, kColumns = Isa::kColumns;
   int64_t rowPanels = (m + kRows - 1) / kRows;
   int64_t columnPanels = (n + kColumns - 1) / kColumns;
@@ -425,9 +429,13 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
           int64_t i0 = p * kRows;
           const float *ap =
               inPlace ? a.data + i0 * a.rowStep + k0 : aPacked + p * kRows * d;
+          // The first block adds the caller's addend, later ones what c
+          // holds.
+          const float *from = first ? addend : c;
           Isa::tileFor(std::min(kRows, m - i0), inPlace)(
               d, ap, a.rowStep, bp, c + i0 * ldc + j0, ldc, scale, tileBias,
-              !first || accumulate, std::min(kColumns, n - j0));
+              from ? from + i0 * ldc + j0 : nullptr,
+              std::min(kColumns, n - j0));
         }
       }
       // The next block repacks b, which the other threads may still read,
@@ -508,18 +516,18 @@ bool mp::rt::packedGemmBatchTakes(int64_t count, int64_t m, int64_t n,
 
 void mp::rt::packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a,
                         GemmOperand b, float *c, int64_t ldc, const float *bias,
-                        bool accumulate, float alpha) {
+                        const float *addend, float alpha) {
 #ifdef MP_X86
   if (m <= 0 || n <= 0 || k <= 0)
     return; // outside packedGemmTakes's products: nothing to sum
   assert((a.rowStep == 1 || a.colStep == 1) &&
          (b.rowStep == 1 || b.colStep == 1) && "an operand with no unit step");
   if (cpuFeatures().avx512)
-    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, accumulate, alpha);
+    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, addend, alpha);
   else
-    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, accumulate, alpha);
+    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, addend, alpha);
 #else
   (void)m, (void)n, (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)bias,
-      (void)accumulate, (void)alpha;
+      (void)addend, (void)alpha;
 #endif
 }

@@ -42,14 +42,16 @@ bool packedGemmTakes(int64_t m, int64_t n, int64_t k);
 bool packedGemmBatchTakes(int64_t count, int64_t m, int64_t n, int64_t k);
 
 /// c[i * ldc + j] = alpha times the sum over x < k of a(i, x) b(x, j), for
-/// i < m and j < n, plus bias[j] where `bias` is given, plus what c holds
-/// where `accumulate` is set; f32 accumulation in blocks of up to 256 along
-/// k, each block's sums scaled by alpha (no multiply where alpha is 1) as
-/// it is added. Only for products packedGemmTakes or packedGemmBatchTakes
-/// took; c must not overlap a, b or bias. Called on a thread of a parallel
-/// region, it runs on that thread alone.
+/// i < m and j < n, plus bias[j] where `bias` is given, plus
+/// addend[i * ldc + j] where `addend` is given: c itself to accumulate, or
+/// a residual laid out as c, which then need not be copied into c first;
+/// f32 accumulation in blocks of up to 256 along k, each block's sums
+/// scaled by alpha (no multiply where alpha is 1) as it is added. Only for
+/// products packedGemmTakes or packedGemmBatchTakes took; c must not
+/// overlap a, b, bias or an addend other than itself. Called on a thread of
+/// a parallel region, it runs on that thread alone.
 void packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
-                float *c, int64_t ldc, const float *bias, bool accumulate,
+                float *c, int64_t ldc, const float *bias, const float *addend,
                 float alpha = 1.0f);
 
 } // namespace mp::rt

@@ -246,14 +246,14 @@ template <typename T> T activate(mpActivation a, T x) {
 /// The f32 product on packedGemm: one matrix, a batch of plain lhs
 /// matrices over one rhs as one taller matrix, each matrix of a batch in
 /// turn, or whole matrices per thread (packedGemmBatchTakes).
-/// `l`, `r` and `o` are dense f32, `o` holding the residual when
-/// `accumulate`. The caller has asked packedGemmTakes about the product
+/// `l`, `r`, `o` and `addend` (the residual, when given; it may be `o`)
+/// are dense f32. The caller has asked packedGemmTakes about the product
 /// this runs (m rows, or m times `count` for the taller matrix), or
 /// packedGemmBatchTakes about the batch.
 void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
                   int64_t m, int64_t n, int64_t k, int64_t count,
                   bool lhsShared, bool rhsShared, const float *bias,
-                  bool accumulate, float alpha) {
+                  const float *addend, float alpha) {
   if (!ta && rhsShared && !lhsShared) {
     m *= count;
     count = 1;
@@ -264,7 +264,8 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
       const float *rm = rhsShared ? r : r + i * k * n;
       GemmOperand a = ta ? GemmOperand{lm, 1, m} : GemmOperand{lm, k, 1};
       GemmOperand b = tb ? GemmOperand{rm, 1, k} : GemmOperand{rm, n, 1};
-      packedGemm(m, n, k, a, b, o + i * m * n, n, bias, accumulate, alpha);
+      packedGemm(m, n, k, a, b, o + i * m * n, n, bias,
+                 addend ? addend + i * m * n : nullptr, alpha);
     }
   };
   if (count > 1 && packedGemmBatchTakes(count, m, n, k))
@@ -281,7 +282,8 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
 /// outputs oneDNN cannot write computed in f32 and narrowed. The epilogue
 /// of a fused matmul (a bias, a residual, an activation; none for a plain
 /// one) runs as oneDNN post-ops on the f32 accumulators; the residual goes
-/// into the output first, where the sum post-op reads it. oneDNN adds the
+/// into the output first, where the sum post-op reads it (the packed GEMM
+/// reads an f32 residual where it lies). oneDNN adds the
 /// bias before its post-ops, so a product scaled by `alpha` with a bias is
 /// only the packed GEMM's (false where it does not take it). ReLU is the
 /// exception: oneDNN's ReLU post-op is max(x, 0), which maps NaN to 0, so
@@ -350,13 +352,20 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   r.data = const_cast<float *>(matmulOperand(
       rhs, !packed && !tb && dnnlWantsPaddedRows(n * floatBytes, rowsOfProduct),
       rt, rhsRows));
+  // The residual in f32: widened into the output's f32 buffer, or as it
+  // is, where the packed GEMM reads it and oneDNN's sum post-op from out.
+  const float *addend = nullptr;
   if (out->elementType != MP_F32) {
     ot.resize(count);
     o.data = ot.data();
-    if (residual)
+    if (residual) {
       forEachTile(count, 16, [&](int64_t i, int64_t len) {
         loadF32(residual->data, residual->elementType, i, len, ot.data() + i);
       });
+      addend = ot.data();
+    }
+  } else if (residual && packed) {
+    addend = static_cast<const float *>(residual->data);
   } else {
     residualIntoOut();
   }
@@ -364,7 +373,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
     packedMatmul(static_cast<const float *>(l.data),
                  static_cast<const float *>(r.data),
                  static_cast<float *>(o.data), ta, tb, m, n, k, b.count,
-                 lc == 1, rc == 1, epilogue.bias, epilogue.sum, alpha);
+                 lc == 1, rc == 1, epilogue.bias, addend, alpha);
   } else if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
                          &epilogue, lhsRows, rhsRows)) {
     return false;
