@@ -421,6 +421,8 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
                   aPacked + p0 * kRows * d);
       barrier();
       bool first = k0 == 0;
+      // The first block adds the caller's addend, later ones what c holds.
+      const float *added = first ? addend : c;
       for (int64_t q = 0; q < columnPanels; ++q) {
         int64_t j0 = q * kColumns;
         const float *bp = bPacked + q * kColumns * d;
@@ -429,12 +431,9 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
           int64_t i0 = p * kRows;
           const float *ap =
               inPlace ? a.data + i0 * a.rowStep + k0 : aPacked + p * kRows * d;
-          // The first block adds the caller's addend, later ones what c
-          // holds.
-          const float *from = first ? addend : c;
           Isa::tileFor(std::min(kRows, m - i0), inPlace)(
               d, ap, a.rowStep, bp, c + i0 * ldc + j0, ldc, scale, tileBias,
-              from ? from + i0 * ldc + j0 : nullptr,
+              added ? added + i0 * ldc + j0 : nullptr,
               std::min(kColumns, n - j0));
         }
       }
@@ -462,10 +461,6 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
 #endif
 
 #endif // MP_X86
-
-} // namespace
-
-namespace {
 
 /// Whether the packed GEMM runs on this CPU (packedGemmTakes).
 bool packedGemmEnabled() {

@@ -248,12 +248,12 @@ template <typename T> T activate(mpActivation a, T x) {
 /// turn, or whole matrices per thread (packedGemmBatchTakes).
 /// `l`, `r`, `o` and `addend` (the residual, when given; it may be `o`)
 /// are dense f32. The caller has asked packedGemmTakes about the product
-/// this runs (m rows, or m times `count` for the taller matrix), or
-/// packedGemmBatchTakes about the batch.
+/// this runs (m rows, or m times `count` for the taller matrix), or, for
+/// `wholeMatrices`, packedGemmBatchTakes about the batch.
 void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
                   int64_t m, int64_t n, int64_t k, int64_t count,
-                  bool lhsShared, bool rhsShared, const float *bias,
-                  const float *addend, float alpha) {
+                  bool lhsShared, bool rhsShared, bool wholeMatrices,
+                  const float *bias, const float *addend, float alpha) {
   if (!ta && rhsShared && !lhsShared) {
     m *= count;
     count = 1;
@@ -268,7 +268,7 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
                  addend ? addend + i * m * n : nullptr, alpha);
     }
   };
-  if (count > 1 && packedGemmBatchTakes(count, m, n, k))
+  if (wholeMatrices)
     parallelFor(count, 1, multiply);
   else
     multiply(0, count);
@@ -340,10 +340,13 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
   int64_t rowsOfProduct = !ta && rc == 1 && lc > 1 ? m * b.count : m;
   // The runtime's own GEMM where it takes the product: operands dense, the
   // epilogue a bias and a residual (ReLU runs after either way).
+  // A batch not taken as one taller matrix may go whole matrices per
+  // thread.
+  bool plain = epilogue.activation == MP_ACTIVATION_NONE;
+  bool wholeMatrices = plain && rowsOfProduct == m && b.count > 1 &&
+                       packedGemmBatchTakes(b.count, m, n, k);
   bool packed =
-      epilogue.activation == MP_ACTIVATION_NONE &&
-      (packedGemmTakes(rowsOfProduct, n, k) ||
-       (rowsOfProduct == m && packedGemmBatchTakes(b.count, m, n, k)));
+      wholeMatrices || (plain && packedGemmTakes(rowsOfProduct, n, k));
   if (!packed && !dnnlTakes)
     return false;
   l.data = const_cast<float *>(matmulOperand(
@@ -373,7 +376,7 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
     packedMatmul(static_cast<const float *>(l.data),
                  static_cast<const float *>(r.data),
                  static_cast<float *>(o.data), ta, tb, m, n, k, b.count,
-                 lc == 1, rc == 1, epilogue.bias, addend, alpha);
+                 lc == 1, rc == 1, wholeMatrices, epilogue.bias, addend, alpha);
   } else if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
                          &epilogue, lhsRows, rhsRows)) {
     return false;
