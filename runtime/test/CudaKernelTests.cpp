@@ -899,6 +899,7 @@ std::vector<Case> cases() {
     int tl, tr, activation;
     bool hasBias, hasResidual;
     double alpha = 1;
+    int biasGradOf = -1; // an mpMatmulOperand: the sums of that operand
   };
   const char *activationNames[] = {"none", "relu", "gelu", "gelu_tanh"};
   for (const FusedCase &f : {
@@ -913,27 +914,37 @@ std::vector<Case> cases() {
            // An SGD update folded into a weight gradient, and a scaled
            // attention product with a bias and the exact GELU (fallback).
            FusedCase{MP_F32, MP_F32, MP_F32, {96, 64}, {96, 48}, {64, 48}, 1, 0, 0, false, true, -0.01},
-           FusedCase{MP_BF16, MP_BF16, MP_BF16, {4, 32, 64}, {4, 48, 64}, {4, 32, 48}, 0, 1, 2, true, false, 0.125}}) {
+           FusedCase{MP_BF16, MP_BF16, MP_BF16, {4, 32, 64}, {4, 48, 64}, {4, 32, 48}, 0, 1, 2, true, false, 0.125},
+           // Weight gradients that give their layer's bias gradient.
+           FusedCase{MP_F32, MP_F32, MP_F32, {96, 64}, {96, 48}, {64, 48}, 1, 0, 0, false, true, -0.01, MP_MATMUL_LHS},
+           FusedCase{MP_BF16, MP_BF16, MP_F32, {96, 48}, {96, 32}, {48, 32}, 1, 0, 0, false, false, 1, MP_MATMUL_RHS}}) {
     Case c{std::string("fused_matmul ") + typeName(f.in) + " -> " +
                typeName(f.out) + " " + activationNames[f.activation] +
                (f.hasBias ? std::string(" bias ") + typeName(f.bias) : "") +
                (f.hasResidual ? " residual" : "") + (f.tl ? " lhs^T" : "") +
                (f.tr ? " rhs^T" : "") +
-               (f.alpha != 1 ? " alpha " + std::to_string(f.alpha) : ""),
+               (f.alpha != 1 ? " alpha " + std::to_string(f.alpha) : "") +
+               (f.biasGradOf == MP_MATMUL_LHS   ? " bias_grad(lhs)"
+                : f.biasGradOf == MP_MATMUL_RHS ? " bias_grad(rhs)"
+                                                : ""),
            ENTRY(fused_matmul), {},
            double(f.tl ? f.lhs[f.lhs.size() - 2] : f.lhs.back()), nullptr};
     int lhs = random(c, f.in, f.lhs), rhs = random(c, f.in, f.rhs);
     int bias = f.hasBias ? random(c, f.bias, {f.result.back()}) : -1;
     int residual = f.hasResidual ? random(c, f.out, f.result) : -1;
     int out = output(c, f.out, f.result);
+    int64_t sums = f.biasGradOf == MP_MATMUL_LHS ? f.result[0] : f.result[1];
+    int biasGrad = f.biasGradOf >= 0 ? output(c, MP_F32, {sums}) : -1;
     c.fields = [=](Words &w, const Emit &e) {
       w.push_back(f.tl); w.push_back(f.tr); w.push_back(f.activation);
       w.push_back(f.hasBias); w.push_back(f.hasResidual);
+      w.push_back(f.biasGradOf + 1);
       w.push_back(bits(f.alpha)); w.push_back(MP_F32);
       e(lhs); e(rhs);
       if (bias >= 0) e(bias);
       if (residual >= 0) e(residual);
       e(out);
+      if (biasGrad >= 0) e(biasGrad);
     };
     c.compute = MP_F32;
     all.push_back(std::move(c));

@@ -1058,6 +1058,145 @@ void testFusedMatmul(std::mt19937_64 &rng) {
       "the compute type)");
 }
 
+/// mpFusedMatmulBiasGrad: the product and epilogue exactly as mpFusedMatmul
+/// gives them, and the sums along k of the chosen operand exactly as
+/// mpReduce gives them (both sum in order along k) and within the sum's
+/// error bound of float64, for each operand and transpose, on the packed
+/// GEMM (which adds the sums as it packs the operand: copied or transposed,
+/// k in one block and in several) and on oneDNN or the reference loops.
+void testFusedMatmulBiasGrad(std::mt19937_64 &rng) {
+  struct Shape {
+    std::vector<int64_t> a, b;
+    bool ta, tb;
+  };
+  std::vector<Shape> shapes = {
+      {{70, 33}, {70, 24}, true, false}, // small: not the packed GEMM's
+      {{260, 150}, {260, 70}, true, false},
+      {{150, 260}, {70, 260}, false, true},
+      {{1021, 37}, {1021, 100}, true, false},
+      {{96, 300}, {300, 130}, false, false},
+  };
+  struct Types {
+    mpElementType storage, out, grad, compute;
+  };
+  std::vector<Types> types = {
+      {MP_F32, MP_F32, MP_F32, MP_F32},
+      {MP_BF16, MP_BF16, MP_F32, MP_F32},
+      {MP_F32, MP_F32, MP_BF16, MP_F32},
+      {MP_F64, MP_F64, MP_F64, MP_F64},
+  };
+  for (const Types &ty : types) {
+    bool ok = true;
+    double worst = 0;
+    int calls = 0;
+    for (const Shape &sh : shapes)
+      for (int of : {MP_MATMUL_LHS, MP_MATMUL_RHS})
+        for (bool residual : {false, true}) {
+          int64_t m = sh.ta ? sh.a[1] : sh.a[0], k = sh.ta ? sh.a[0] : sh.a[1];
+          int64_t n = sh.tb ? sh.b[0] : sh.b[1];
+          std::vector<int64_t> outShape = {m, n};
+          int64_t length = of == MP_MATMUL_LHS ? m : n;
+          std::vector<double> ea, eb, eres;
+          auto a = randomBuffer(ty.storage, numel(sh.a), ea, rng);
+          auto b = randomBuffer(ty.storage, numel(sh.b), eb, rng);
+          auto res = randomBuffer(ty.out, m * n, eres, rng);
+          std::vector<uint8_t> out(m * n * elementSize(ty.out)),
+              plain(out.size()), grad(length * elementSize(ty.grad)),
+              reduced(grad.size());
+          mpTensor A = tensorOfShape(a.data(), ty.storage, sh.a),
+                   B = tensorOfShape(b.data(), ty.storage, sh.b),
+                   R = tensorOfShape(res.data(), ty.out, outShape),
+                   O = tensorOfShape(out.data(), ty.out, outShape),
+                   P = tensorOfShape(plain.data(), ty.out, outShape),
+                   G = tensorOfShape(grad.data(), ty.grad, {length}),
+                   D = tensorOfShape(reduced.data(), ty.grad, {length});
+          double alpha = residual ? -0.01 : 1.0;
+          const mpTensor *summed = of == MP_MATMUL_LHS ? &A : &B;
+          bool kAlongRows = of == MP_MATMUL_LHS ? sh.ta : !sh.tb;
+          int64_t axis = kAlongRows ? 0 : 1;
+          ++calls;
+          const char *what = of == MP_MATMUL_LHS ? "lhs" : "rhs";
+          if (mpFusedMatmulBiasGrad(
+                  &A, &B, nullptr, residual ? &R : nullptr, &O, &G, of, sh.ta,
+                  sh.tb, MP_ACTIVATION_NONE, alpha, ty.compute) != MP_OK ||
+              mpFusedMatmul(&A, &B, nullptr, residual ? &R : nullptr, &P, sh.ta,
+                            sh.tb, MP_ACTIVATION_NONE, alpha,
+                            ty.compute) != MP_OK ||
+              mpReduce(MP_REDUCE_SUM, summed, &D, &axis, 1, ty.compute) !=
+                  MP_OK) {
+            std::printf("  shape #%d bias_grad(%s): a call failed\n",
+                        int(&sh - &shapes[0]), what);
+            ok = false;
+            continue;
+          }
+          if (out != plain || grad != reduced) {
+            std::printf("  shape #%d bias_grad(%s)%s: the %s differs from "
+                        "the unfused op's\n",
+                        int(&sh - &shapes[0]), what,
+                        residual ? " residual" : "",
+                        out != plain ? "product" : "sum");
+            ok = false;
+          }
+          const std::vector<double> &e = of == MP_MATMUL_LHS ? ea : eb;
+          const std::vector<int64_t> &stored =
+              of == MP_MATMUL_LHS ? sh.a : sh.b;
+          double u = unitRoundoff(ty.compute);
+          double gamma = std::expm1(k * std::log1p(u));
+          for (int64_t l = 0; l < length; ++l) {
+            double sum = 0, mag = 0;
+            for (int64_t x = 0; x < k; ++x) {
+              double v =
+                  kAlongRows ? e[x * stored[1] + l] : e[l * stored[1] + x];
+              sum += v;
+              mag += std::fabs(v);
+            }
+            double bound = gamma * mag +
+                           unitRoundoff(ty.grad) * std::fabs(sum) +
+                           k * tiniest(ty.compute) + tiniest(ty.grad);
+            double err = std::fabs(readBack(grad, ty.grad, l) - sum);
+            if (!(err <= bound)) {
+              if (ok)
+                std::printf("  shape #%d bias_grad(%s), element %lld: got "
+                            "%.9g, want %.9g, bound %.3g\n",
+                            int(&sh - &shapes[0]), what, (long long)l,
+                            readBack(grad, ty.grad, l), sum, bound);
+              ok = false;
+            }
+            if (bound > 0)
+              worst = std::max(worst, err / bound);
+          }
+        }
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "fused matmul with bias gradient %s -> %s, sums %s, "
+                  "compute %s: %d products and sums as unfused, within the "
+                  "error bound (worst %.2f of it)",
+                  typeName(ty.storage), typeName(ty.out), typeName(ty.grad),
+                  typeName(ty.compute), calls, worst);
+    check(ok, line);
+  }
+  float x[16] = {};
+  mpTensor A = tensorOfShape(x, MP_F32, {2, 2}),
+           B = tensorOfShape(x, MP_F32, {2, 2}),
+           O = tensorOfShape(x + 4, MP_F32, {2, 2}),
+           G = tensorOfShape(x + 8, MP_F32, {2}),
+           wrongG = tensorOfShape(x + 8, MP_F32, {3}),
+           batched = tensorOfShape(x, MP_F32, {1, 2, 2}),
+           batchedOut = tensorOfShape(x + 4, MP_F32, {1, 2, 2});
+  auto call = [&](const mpTensor *a, mpTensor *o, mpTensor *g, int of) {
+    return mpFusedMatmulBiasGrad(a, &B, nullptr, nullptr, o, g, of, 1, 0,
+                                 MP_ACTIVATION_NONE, 1.0, MP_F32);
+  };
+  check(call(&A, &O, &wrongG, MP_MATMUL_LHS) == MP_ERROR_INVALID_ARGUMENT &&
+            call(&A, &O, &G, 2) == MP_ERROR_INVALID_ARGUMENT &&
+            call(&A, &O, nullptr, MP_MATMUL_RHS) == MP_ERROR_INVALID_ARGUMENT &&
+            call(&batched, &batchedOut, &G, MP_MATMUL_LHS) ==
+                MP_ERROR_INVALID_ARGUMENT &&
+            call(&A, &O, &G, MP_MATMUL_RHS) == MP_OK,
+        "fused matmul refuses a bias gradient of the wrong length, an "
+        "unknown operand, a missing one and a batched product");
+}
+
 /// The runtime's packed f32 GEMM (runtime/lib/CPU/Gemm.h) called directly,
 /// against float64: m, n and k at and either side of its tile and block
 /// sizes (14 rows, 32 columns, 256 along k; every tile height), every
@@ -2932,6 +3071,7 @@ int main(int argc, char **argv) {
   } else if (suite == "matmul") {
     testMatmul(rng);
     testFusedMatmul(rng);
+    testFusedMatmulBiasGrad(rng);
     testPackedGemm(rng);
   } else if (suite == "elementwise") {
     testElementwise(rng);

@@ -191,8 +191,11 @@ Value getInPlaceOperand(Operation *op, unsigned result) {
         return result == 0 ? u.getScale() : u.getGoodSteps();
       })
       // The residual (a parameter whose SGD update the product's epilogue
-      // does): the GEMM reads each element before writing it.
-      .Case([&](FusedMatmulOp f) -> Value { return f.getResidual(); })
+      // does): the GEMM reads each element before writing it. The bias
+      // gradient has a buffer of its own.
+      .Case([&](FusedMatmulOp f) -> Value {
+        return result == 0 ? f.getResidual() : Value();
+      })
       .Default([](Operation *) { return Value(); });
 }
 
@@ -905,11 +908,15 @@ LogicalResult FunctionLowering::emit(Operation *op, int64_t site) {
             c.i(static_cast<int64_t>(o.getActivation()));
             c.i(o.getBias() != nullptr);
             c.i(o.getResidual() != nullptr);
+            // 0: no bias gradient, else 1 + its MatmulOperand.
+            std::optional<MatmulOperand> biasGradOf = o.getBiasGradOf();
+            c.i(biasGradOf ? 1 + static_cast<int64_t>(*biasGradOf) : 0);
             c.f(o.getAlpha().convertToDouble());
             c.type(computeOf(o));
             for (Value v : o->getOperands())
               c.tensor(operand(v));
-            c.tensor(out[0]);
+            for (Value result : out)
+              c.tensor(result);
             c.call("fused_matmul", module);
             return success();
           })

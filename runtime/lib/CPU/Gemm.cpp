@@ -27,7 +27,9 @@
 // where it lies rather than copied into c first), in later blocks what c
 // holds (the previous blocks' sums). Each output
 // element is a sum in a fixed order (blocks in turn, each in order along k)
-// whatever the number of threads.
+// whatever the number of threads. Sums of a's rows or b's columns along k
+// (a weight gradient's bias gradient) are added as the lines are packed,
+// in order along k like the products, by the thread that packs them.
 //
 // A row-major a (the activations of a forward product, the output gradient
 // of an input gradient's) is not packed: the tile broadcasts its rows'
@@ -116,7 +118,9 @@ MP_TARGET_AVX2 inline __m256i lanes8(int64_t n) {
 /// along k), into panels `width` wide, one after another: panel p at
 /// to + p * width * depth holds to[x * width + l] = line p * width + l at
 /// step x, lines past `lines` zero. `packLinesAlongK` packs one panel of
-/// `count` lines, `step` apart, that are contiguous along k.
+/// `count` lines, `step` apart, that are contiguous along k. Both add each
+/// line's elements to sums[line] (when `sums` is not null) one step after
+/// another, as they read them.
 struct Avx512 {
   using V = __m512;
   static constexpr int64_t kLanes = 16, kRows = 14, kColumns = 32;
@@ -173,9 +177,11 @@ struct Avx512 {
       r[i] = t[i];
   }
   static void pack(const float *from, int64_t step, int64_t along,
-                   int64_t lines, int64_t width, int64_t depth, float *to);
+                   int64_t lines, int64_t width, int64_t depth, float *to,
+                   float *sums);
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
-                              int64_t width, int64_t depth, float *to);
+                              int64_t width, int64_t depth, float *to,
+                              float *sums);
   static TileFn tileFor(int64_t rows, bool inPlace);
 };
 
@@ -223,9 +229,11 @@ struct Avx2 {
     }
   }
   static void pack(const float *from, int64_t step, int64_t along,
-                   int64_t lines, int64_t width, int64_t depth, float *to);
+                   int64_t lines, int64_t width, int64_t depth, float *to,
+                   float *sums);
   static void packLinesAlongK(const float *from, int64_t step, int64_t count,
-                              int64_t width, int64_t depth, float *to);
+                              int64_t width, int64_t depth, float *to,
+                              float *sums);
   static TileFn tileFor(int64_t rows, bool inPlace);
 };
 
@@ -253,31 +261,43 @@ struct Avx2 {
                                                                                \
   TARGET void ISA::pack(const float *from, int64_t step, int64_t along,        \
                         int64_t lines, int64_t width, int64_t depth,           \
-                        float *to) {                                           \
+                        float *to, float *sums) {                              \
     if (step != 1) {                                                           \
       for (int64_t p = 0; p * width < lines; ++p)                              \
         packLinesAlongK(from + p * width * step, step,                         \
                         std::min(width, lines - p * width), width, depth,      \
-                        to + p * width * depth);                               \
+                        to + p * width * depth,                                \
+                        sums ? sums + p * width : nullptr);                    \
       return;                                                                  \
     }                                                                          \
     /* Each step's lines are adjacent: read a step's run of lines once and     \
-       copy each panel's share of it, zero-padded. */                          \
-    for (int64_t x = 0; x < depth; ++x)                                        \
+       copy each panel's share of it, zero-padded; the sums add the run,       \
+       still in L1. */                                                         \
+    for (int64_t x = 0; x < depth; ++x) {                                      \
+      const float *run = from + x * along;                                     \
       for (int64_t p = 0; p * width < lines; ++p)                              \
         for (int64_t l0 = 0; l0 < width; l0 += kLanes)                         \
           storeFirst(to + (p * depth + x) * width + l0,                        \
-                     loadFirst(from + x * along + p * width + l0,              \
-                               lines - p * width - l0),                        \
+                     loadFirst(run + p * width + l0, lines - p * width - l0),  \
                      width - l0);                                              \
+      if (sums)                                                                \
+        for (int64_t l = 0; l < lines; l += kLanes)                            \
+          storeFirst(sums + l,                                                 \
+                     add(loadFirst(sums + l, lines - l),                       \
+                         loadFirst(run + l, lines - l)),                       \
+                     lines - l);                                               \
+    }                                                                          \
   }                                                                            \
                                                                                \
   TARGET void ISA::packLinesAlongK(const float *from, int64_t step,            \
                                    int64_t count, int64_t width,               \
-                                   int64_t depth, float *to) {                 \
+                                   int64_t depth, float *to, float *sums) {    \
     /* Each line is contiguous along k: kLanes lines by kLanes                 \
-       steps at a time, transposed in registers. */                            \
-    for (int64_t l0 = 0; l0 < width; l0 += kLanes)                             \
+       steps at a time, transposed in registers, where their sums add one      \
+       step after another (lanes past `count` stay zero). */                   \
+    for (int64_t l0 = 0; l0 < width; l0 += kLanes) {                           \
+      int64_t summed = std::min(kLanes, count - l0);                           \
+      V sum = sums ? loadFirst(sums + l0, summed) : zero();                    \
       for (int64_t x0 = 0; x0 < depth; x0 += kLanes) {                         \
         int64_t length = std::min(kLanes, depth - x0);                         \
         V r[kLanes];                                                           \
@@ -286,9 +306,15 @@ struct Avx2 {
                      ? loadFirst(from + (l0 + l) * step + x0, length)          \
                      : zero();                                                 \
         transpose(r);                                                          \
-        for (int64_t x = 0; x < length; ++x)                                   \
+        for (int64_t x = 0; x < length; ++x) {                                 \
           storeFirst(to + (x0 + x) * width + l0, r[x], width - l0);            \
+          if (sums)                                                            \
+            sum = add(sum, r[x]);                                              \
+        }                                                                      \
       }                                                                        \
+      if (sums)                                                                \
+        storeFirst(sums + l0, sum, summed);                                    \
+    }                                                                          \
   }                                                                            \
                                                                                \
   template <int R, bool kInPlace>                                              \
@@ -388,7 +414,7 @@ struct Panels {
 template <typename Isa>
 void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
             const GemmOperand &b, float *c, int64_t ldc, const float *bias,
-            const float *addend, float alpha) {
+            const float *addend, float alpha, float *aSums, float *bSums) {
   constexpr int64_t kRows = Isa::kRows, kColumns = Isa::kColumns;
   int64_t rowPanels = (m + kRows - 1) / kRows;
   int64_t columnPanels = (n + kColumns - 1) / kColumns;
@@ -397,8 +423,13 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
   const float *scale = alpha == 1.0f ? nullptr : &alpha;
   // A row-major a is read where it lies (module comment), unless its rows
   // are a multiple of 4 KB apart: then the tile's rows share one set of L1.
-  bool inPlace =
-      a.colStep == 1 && a.rowStep % int64_t(kL1SetStride / sizeof(float)) != 0;
+  // Its sums are added as it is packed.
+  bool inPlace = a.colStep == 1 && !aSums &&
+                 a.rowStep % int64_t(kL1SetStride / sizeof(float)) != 0;
+  if (aSums)
+    std::fill(aSums, aSums + m, 0.0f);
+  if (bSums)
+    std::fill(bSums, bSums + n, 0.0f);
   thread_local Panels aKept, bKept;
   float *aPacked = inPlace ? nullptr : aKept.get(rowPanels * kRows * depth);
   float *bPacked = bKept.get(columnPanels * kColumns * depth);
@@ -412,13 +443,14 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
       // Column j of b is line j of its panels, k their step; row i of a
       // likewise.
       int64_t column = q0 * kColumns, row = p0 * kRows;
+      // Each thread packs, and sums, lines of its own.
       Isa::pack(b.data + k0 * b.rowStep + column * b.colStep, b.colStep,
                 b.rowStep, std::min(n, q1 * kColumns) - column, kColumns, d,
-                bPacked + q0 * kColumns * d);
+                bPacked + q0 * kColumns * d, bSums ? bSums + column : nullptr);
       if (!inPlace)
         Isa::pack(a.data + row * a.rowStep + k0 * a.colStep, a.rowStep,
                   a.colStep, std::min(m, p1 * kRows) - row, kRows, d,
-                  aPacked + p0 * kRows * d);
+                  aPacked + p0 * kRows * d, aSums ? aSums + row : nullptr);
       barrier();
       bool first = k0 == 0;
       // The first block adds the caller's addend, later ones what c holds.
@@ -511,18 +543,19 @@ bool mp::rt::packedGemmBatchTakes(int64_t count, int64_t m, int64_t n,
 
 void mp::rt::packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a,
                         GemmOperand b, float *c, int64_t ldc, const float *bias,
-                        const float *addend, float alpha) {
+                        const float *addend, float alpha, float *aSums,
+                        float *bSums) {
 #ifdef MP_X86
   if (m <= 0 || n <= 0 || k <= 0)
     return; // outside packedGemmTakes's products: nothing to sum
   assert((a.rowStep == 1 || a.colStep == 1) &&
          (b.rowStep == 1 || b.colStep == 1) && "an operand with no unit step");
   if (cpuFeatures().avx512)
-    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, addend, alpha);
+    gemmOn<Avx512>(m, n, k, a, b, c, ldc, bias, addend, alpha, aSums, bSums);
   else
-    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, addend, alpha);
+    gemmOn<Avx2>(m, n, k, a, b, c, ldc, bias, addend, alpha, aSums, bSums);
 #else
   (void)m, (void)n, (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)bias,
-      (void)addend, (void)alpha;
+      (void)addend, (void)alpha, (void)aSums, (void)bSums;
 #endif
 }

@@ -46,13 +46,17 @@ bool packedGemmBatchTakes(int64_t count, int64_t m, int64_t n, int64_t k);
 /// addend[i * ldc + j] where `addend` is given: c itself to accumulate, or
 /// a residual laid out as c, which then need not be copied into c first;
 /// f32 accumulation in blocks of up to 256 along k, each block's sums
-/// scaled by alpha (no multiply where alpha is 1) as it is added. Only for
-/// products packedGemmTakes or packedGemmBatchTakes took; c must not
-/// overlap a, b, bias or an addend other than itself. Called on a thread of
-/// a parallel region, it runs on that thread alone.
+/// scaled by alpha (no multiply where alpha is 1) as it is added. Where
+/// `aSums` is given, aSums[i] = the sum over x of a(i, x), for i < m; where
+/// `bSums` is, bSums[j] = the sum over x of b(x, j), for j < n: each added
+/// in order along k, unscaled, as the operand is packed. Only for products
+/// packedGemmTakes or packedGemmBatchTakes took; c must not overlap a, b,
+/// bias, the sums or an addend other than itself. Called on a thread of a
+/// parallel region, it runs on that thread alone.
 void packedGemm(int64_t m, int64_t n, int64_t k, GemmOperand a, GemmOperand b,
                 float *c, int64_t ldc, const float *bias, const float *addend,
-                float alpha = 1.0f);
+                float alpha = 1.0f, float *aSums = nullptr,
+                float *bSums = nullptr);
 
 } // namespace mp::rt
 

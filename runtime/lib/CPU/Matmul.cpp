@@ -243,17 +243,26 @@ template <typename T> T activate(mpActivation a, T x) {
   }
 }
 
+/// The f32 sums along k of one operand of a 2-D fused matmul
+/// (mpFusedMatmulBiasGrad), which the packed GEMM adds as it packs it.
+struct OperandSums {
+  float *lhs = nullptr, *rhs = nullptr; // m, or n, of them
+  bool done = false; // whether the product's GEMM summed them
+};
+
 /// The f32 product on packedGemm: one matrix, a batch of plain lhs
 /// matrices over one rhs as one taller matrix, each matrix of a batch in
 /// turn, or whole matrices per thread (packedGemmBatchTakes).
 /// `l`, `r`, `o` and `addend` (the residual, when given; it may be `o`)
 /// are dense f32. The caller has asked packedGemmTakes about the product
 /// this runs (m rows, or m times `count` for the taller matrix), or, for
-/// `wholeMatrices`, packedGemmBatchTakes about the batch.
+/// `wholeMatrices`, packedGemmBatchTakes about the batch. `sums` (may be
+/// null) only for one matrix.
 void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
                   int64_t m, int64_t n, int64_t k, int64_t count,
                   bool lhsShared, bool rhsShared, bool wholeMatrices,
-                  const float *bias, const float *addend, float alpha) {
+                  const float *bias, const float *addend, float alpha,
+                  OperandSums *sums) {
   if (!ta && rhsShared && !lhsShared) {
     m *= count;
     count = 1;
@@ -265,9 +274,12 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
       GemmOperand a = ta ? GemmOperand{lm, 1, m} : GemmOperand{lm, k, 1};
       GemmOperand b = tb ? GemmOperand{rm, 1, k} : GemmOperand{rm, n, 1};
       packedGemm(m, n, k, a, b, o + i * m * n, n, bias,
-                 addend ? addend + i * m * n : nullptr, alpha);
+                 addend ? addend + i * m * n : nullptr, alpha,
+                 sums ? sums->lhs : nullptr, sums ? sums->rhs : nullptr);
     }
   };
+  if (sums)
+    sums->done = true;
   if (wholeMatrices)
     parallelFor(count, 1, multiply);
   else
@@ -289,12 +301,14 @@ void packedMatmul(const float *l, const float *r, float *o, bool ta, bool tb,
 /// exception: oneDNN's ReLU post-op is max(x, 0), which maps NaN to 0, so
 /// it runs after the product as the runtime's own (mpUnary), which keeps
 /// NaN as the loops and the unfused op do. Rounding to the output type
-/// keeps signs, so ReLU after it gives the same bits as before it.
+/// keeps signs, so ReLU after it gives the same bits as before it. The
+/// packed GEMM also adds up the operand `sums` asks for (may be null), as
+/// it packs it, and marks them done.
 bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
                    const mpTensor *bias, const mpTensor *residual,
                    mpTensor *out, bool ta, bool tb, int64_t m, int64_t n,
                    int64_t k, const Batching &b, mpActivation activation,
-                   float alpha) {
+                   float alpha, OperandSums *sums = nullptr) {
   int64_t lc = matrices(lhs), rc = matrices(rhs);
   if (!libraryKernelsEnabled() || !isTileType(lhs->elementType) ||
       !isTileType(out->elementType) || (lc != 1 && lc != b.count) ||
@@ -376,7 +390,8 @@ bool libraryMatmul(const mpTensor *lhs, const mpTensor *rhs,
     packedMatmul(static_cast<const float *>(l.data),
                  static_cast<const float *>(r.data),
                  static_cast<float *>(o.data), ta, tb, m, n, k, b.count,
-                 lc == 1, rc == 1, wholeMatrices, epilogue.bias, addend, alpha);
+                 lc == 1, rc == 1, wholeMatrices, epilogue.bias, addend, alpha,
+                 b.count == 1 ? sums : nullptr);
   } else if (!dnnlMatmul(&l, &r, &o, ta, tb, m, n, k, b.count, lc == 1, rc == 1,
                          &epilogue, lhsRows, rhsRows)) {
     return false;
@@ -420,15 +435,12 @@ mpStatus referenceFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   return MP_OK;
 }
 
-} // namespace
-
-extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
-                                  const mpTensor *bias,
-                                  const mpTensor *residual, mpTensor *out,
-                                  int32_t transposeLhs, int32_t transposeRhs,
-                                  int32_t activationValue, double alpha,
-                                  mpElementType compute) {
-  bool ta = transposeLhs, tb = transposeRhs;
+/// mpFusedMatmul, whose packed GEMM also adds up the operand `sums` asks
+/// for (may be null).
+mpStatus fusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                     const mpTensor *bias, const mpTensor *residual,
+                     mpTensor *out, bool ta, bool tb, int32_t activationValue,
+                     double alpha, mpElementType compute, OperandSums *sums) {
   int64_t m, n, k;
   Batching b;
   if (!planMatmul(lhs, rhs, out, ta, tb, m, n, k, b) ||
@@ -451,13 +463,67 @@ extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   }
   if (compute == MP_F32 && k > 0 && mpNumElements(out) > 0 &&
       libraryMatmul(lhs, rhs, bias, residual, out, ta, tb, m, n, k, b,
-                    activation, float(alpha)))
+                    activation, float(alpha), sums))
     return MP_OK;
   if (compute == MP_F64)
     return referenceFusedMatmul<double>(lhs, rhs, bias, residual, out, ta, tb,
                                         activation, alpha, compute);
   return referenceFusedMatmul<float>(lhs, rhs, bias, residual, out, ta, tb,
                                      activation, float(alpha), compute);
+}
+
+} // namespace
+
+extern "C" mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
+                                  const mpTensor *bias,
+                                  const mpTensor *residual, mpTensor *out,
+                                  int32_t transposeLhs, int32_t transposeRhs,
+                                  int32_t activationValue, double alpha,
+                                  mpElementType compute) {
+  return fusedMatmul(lhs, rhs, bias, residual, out, transposeLhs != 0,
+                     transposeRhs != 0, activationValue, alpha, compute,
+                     nullptr);
+}
+
+extern "C" mpStatus
+mpFusedMatmulBiasGrad(const mpTensor *lhs, const mpTensor *rhs,
+                      const mpTensor *bias, const mpTensor *residual,
+                      mpTensor *out, mpTensor *biasGrad, int32_t biasGradOf,
+                      int32_t transposeLhs, int32_t transposeRhs,
+                      int32_t activation, double alpha, mpElementType compute) {
+  bool ta = transposeLhs, tb = transposeRhs;
+  bool ofLhs = biasGradOf == MP_MATMUL_LHS;
+  if (!lhs || !rhs || !out || lhs->rank != 2 || rhs->rank != 2 || !biasGrad ||
+      !biasGrad->data || biasGrad->rank != 1 ||
+      !isFloatType(biasGrad->elementType) ||
+      (!ofLhs && biasGradOf != MP_MATMUL_RHS))
+    return MP_ERROR_INVALID_ARGUMENT;
+  // The summed operand as stored: k along its rows (a transposed lhs, a
+  // plain rhs) or along them.
+  const mpTensor *summed = ofLhs ? lhs : rhs;
+  bool kAlongRows = ofLhs ? ta : !tb;
+  if (biasGrad->shape[0] != summed->shape[kAlongRows ? 1 : 0])
+    return MP_ERROR_INVALID_ARGUMENT;
+  int64_t length = biasGrad->shape[0];
+  std::vector<float> f32;
+  OperandSums sums;
+  if (compute == MP_F32) {
+    float *to = biasGrad->elementType == MP_F32
+                    ? static_cast<float *>(biasGrad->data)
+                    : (f32.resize(size_t(length)), f32.data());
+    (ofLhs ? sums.lhs : sums.rhs) = to;
+  }
+  if (mpStatus st = fusedMatmul(lhs, rhs, bias, residual, out, ta, tb,
+                                activation, alpha, compute, &sums))
+    return st;
+  if (!sums.done) {
+    int64_t axis = kAlongRows ? 0 : 1;
+    return mpReduce(MP_REDUCE_SUM, summed, biasGrad, &axis, 1, compute);
+  }
+  if (!f32.empty())
+    for (int64_t i = 0; i < length; ++i)
+      store(biasGrad->data, biasGrad->elementType, i, double(f32[i]));
+  return MP_OK;
 }
 
 extern "C" mpStatus mpMatmul(const mpTensor *lhs, const mpTensor *rhs,

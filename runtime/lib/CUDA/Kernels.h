@@ -86,6 +86,12 @@ mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                        mpTensor *out, int32_t transposeLhs,
                        int32_t transposeRhs, int32_t activation, double alpha,
                        mpElementType compute);
+mpStatus mpFusedMatmulBiasGrad(const mpTensor *lhs, const mpTensor *rhs,
+                               const mpTensor *bias, const mpTensor *residual,
+                               mpTensor *out, mpTensor *biasGrad,
+                               int32_t biasGradOf, int32_t transposeLhs,
+                               int32_t transposeRhs, int32_t activation,
+                               double alpha, mpElementType compute);
 /// out = activation(alpha acc + bias + residual), rounded once to out's type:
 /// the epilogue of a fused matmul that cuBLASLt does not take, on the
 /// product `acc` (f32 or f64, out's shape) on the device.

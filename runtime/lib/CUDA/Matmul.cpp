@@ -434,3 +434,28 @@ mpStatus mp::cuda::mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
   return applyEpilogue(acc.get(), compute, alpha, bias, residual, out,
                        activation);
 }
+
+// The bias gradient is a reduction of its own after the product (mpReduce's
+// kernel); cuBLASLt's BGRADA/BGRADB epilogues, which sum the operand in the
+// GEMM, are to be measured on a device first.
+mpStatus mp::cuda::mpFusedMatmulBiasGrad(
+    const mpTensor *lhs, const mpTensor *rhs, const mpTensor *bias,
+    const mpTensor *residual, mpTensor *out, mpTensor *biasGrad,
+    int32_t biasGradOf, int32_t transposeLhs, int32_t transposeRhs,
+    int32_t activation, double alpha, mpElementType compute) {
+  bool ofLhs = biasGradOf == MP_MATMUL_LHS;
+  if (!lhs || !rhs || lhs->rank != 2 || rhs->rank != 2 ||
+      !validFloat(biasGrad) || biasGrad->rank != 1 ||
+      (!ofLhs && biasGradOf != MP_MATMUL_RHS))
+    return MP_ERROR_INVALID_ARGUMENT;
+  const mpTensor *summed = ofLhs ? lhs : rhs;
+  bool kAlongRows = ofLhs ? transposeLhs != 0 : transposeRhs == 0;
+  if (biasGrad->shape[0] != summed->shape[kAlongRows ? 1 : 0])
+    return MP_ERROR_INVALID_ARGUMENT;
+  if (mpStatus st =
+          cuda::mpFusedMatmul(lhs, rhs, bias, residual, out, transposeLhs,
+                              transposeRhs, activation, alpha, compute))
+    return st;
+  int64_t axis = kAlongRows ? 0 : 1;
+  return cuda::mpReduce(MP_REDUCE_SUM, summed, biasGrad, &axis, 1, compute);
+}

@@ -98,6 +98,31 @@ func.func @fused_update(%x: tensor<8x4xf32> {tg.input = "x"}, %d: tensor<8x3xf32
 
 // -----
 
+// With its bias gradient too: the update still writes over the weight, the
+// bias gradient gets a buffer of its own (not the weight's), and the
+// bias's update writes over the bias.
+// CHECK-LABEL: func @fused_update_bias_grad
+// CHECK-SAME: %[[W:[^:]*]]: memref<4x3xf32> {mp.param = "w"}
+// CHECK-SAME: %[[B:[^:]*]]: memref<3xf32> {mp.param = "b"}
+// CHECK-NOT: memref.alloc() : memref<4x3xf32>
+// CHECK: %[[G:.*]] = memref.alloc() {{.*}}: memref<3xf32>
+// CHECK: call @mprt_fused_matmul
+// CHECK: call @mprt_sgd_update
+// CHECK: memref.dealloc %[[G]]
+// CHECK-NOT: call @mprt_copy
+// CHECK: return
+func.func @fused_update_bias_grad(%x: tensor<8x4xf32> {tg.input = "x"}, %d: tensor<8x3xf32> {tg.input = "d"},
+                                  %w: tensor<4x3xf32> {tg.param = "w"}, %b: tensor<3xf32> {tg.param = "b"})
+    -> (tensor<f32> {tg.loss}, tensor<4x3xf32> {tg.update = "w"}, tensor<3xf32> {tg.update = "b"}) attributes {tg.train_step} {
+  %l = tg.reduce_sum %d axes = [0, 1] : (tensor<8x3xf32>) -> tensor<f32>
+  %w1, %db = tg.fused_matmul %x, %d transpose_lhs residual(%w) bias_grad(rhs) {alpha = -1.250000e-01 : f64}
+      : (tensor<8x4xf32>, tensor<8x3xf32>, tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>)
+  %b1 = tg.sgd_update %b, %db {lr = 0.125 : f32} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %l, %w1, %b1 : tensor<f32>, tensor<4x3xf32>, tensor<3xf32>
+}
+
+// -----
+
 // A parameter still read after its update cannot be updated in place: the
 // update writes a fresh buffer, copied into the parameter at the end.
 // CHECK-LABEL: func @read_after_update

@@ -39,6 +39,7 @@ CONFIGS = [
     "--tg-fuse-epilogues",
     "--tg-fuse-epilogues=activation=false residual=false",
     "--tg-fuse-epilogues=scale=false optimizer=false",
+    "--tg-fuse-epilogues=bias-grad=false residual=false",
     ("--tg-fold-transposes", "--tg-fuse-epilogues=residual=false"),
     ("--tg-mixed-precision=compute-type=bf16", "--tg-fuse-epilogues"),
     ("--tg-mixed-precision=level=force-all",

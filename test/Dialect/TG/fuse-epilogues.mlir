@@ -6,6 +6,7 @@
 // RUN: mp-opt %s --split-input-file --tg-fuse-epilogues > %t.once.mlir
 // RUN: mp-opt %t.once.mlir --split-input-file --tg-fuse-epilogues | diff - %t.once.mlir
 // RUN: mp-opt %s --split-input-file --tg-fuse-epilogues="scale=false optimizer=false" | FileCheck %s --check-prefix=NOSCALE
+// RUN: mp-opt %s --split-input-file --tg-fuse-epilogues="bias-grad=false" | FileCheck %s --check-prefix=NOBG
 // The AMP pipeline's output fuses, and every result verifies.
 // RUN: mp-opt %s --split-input-file --tg-mixed-precision=compute-type=bf16 --tg-fuse-epilogues --verify-each | FileCheck %s --check-prefix=AMP
 
@@ -234,4 +235,58 @@ func.func @scaled_product_read_by_matmul(%x: tensor<8x4xf32>, %w: tensor<4x3xf32
   %xs = tg.mul %x, %one : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
   %z = tg.matmul %xs, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
   return %y, %z : tensor<8x5xf32>, tensor<8x3xf32>
+}
+
+// -----
+
+// Weight gradients that give their layer's bias gradient. y = x w^T + b:
+// the gradient dy^T x sums its lhs, here a 3-D dy read through reshapes
+// (both go with the sum). y = x w + b: x^T dy sums its rhs, here with the
+// SGD update of the weight, before the bias's.
+// CHECK-LABEL: func @bias_grads
+// CHECK-NEXT: %[[F:.*]] = tg.reshape %arg0 : (tensor<2x8x6xf32>) -> tensor<16x6xf32>
+// CHECK-NEXT: %[[DW:.*]], %[[DB:.*]] = tg.fused_matmul %[[F]], %arg1 transpose_lhs bias_grad(lhs) : (tensor<16x6xf32>, tensor<16x4xf32>) -> (tensor<6x4xf32>, tensor<6xf32>)
+// CHECK-NEXT: %[[W:.*]], %[[DB2:.*]] = tg.fused_matmul %arg1, %arg2 transpose_lhs residual(%arg3) bias_grad(rhs) {alpha = -0.0099999997764825821 : f64} : (tensor<16x4xf32>, tensor<16x3xf32>, tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>)
+// CHECK-NEXT: %[[B:.*]] = tg.sgd_update %arg4, %[[DB2]]
+// CHECK: return %[[DW]], %[[DB]], %[[W]], %[[B]]
+// NOSCALE-LABEL: func @bias_grads
+// NOBG-LABEL: func @bias_grads
+// NOBG-COUNT-2: tg.reduce_sum
+// NOBG-NOT: bias_grad(
+func.func @bias_grads(%dy3: tensor<2x8x6xf32>, %x: tensor<16x4xf32>, %dy: tensor<16x3xf32>, %w: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<6x4xf32>, tensor<6xf32>, tensor<4x3xf32>, tensor<3xf32>) {
+  %flat = tg.reshape %dy3 : (tensor<2x8x6xf32>) -> tensor<16x6xf32>
+  %dw = tg.matmul %flat, %x transpose_lhs : (tensor<16x6xf32>, tensor<16x4xf32>) -> tensor<6x4xf32>
+  %rows = tg.reshape %dy3 : (tensor<2x8x6xf32>) -> tensor<2x8x6xf32>
+  %db = tg.reduce_sum %rows axes = [0, 1] : (tensor<2x8x6xf32>) -> tensor<6xf32>
+  %db2 = tg.reduce_sum %dy axes = [0] : (tensor<16x3xf32>) -> tensor<3xf32>
+  %dw2 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %w1 = tg.sgd_update %w, %dw2 {lr = 0.00999999977 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %b1 = tg.sgd_update %b, %db2 {lr = 0.00999999977 : f32} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %dw, %db, %w1, %b1 : tensor<6x4xf32>, tensor<6xf32>, tensor<4x3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// Sums that stay: read before the fused op (the bias updated before the
+// weight), of an operand with k along its columns (a plain lhs, a
+// transposed rhs), over other axes, kept as dimensions, in another compute
+// type, and of a batched product.
+// CHECK-LABEL: func @bias_grads_kept
+// CHECK-COUNT-6: tg.reduce_sum
+// CHECK-NOT: bias_grad(
+func.func @bias_grads_kept(%x: tensor<16x4xf32>, %dy: tensor<16x3xf32>, %dyt: tensor<3x16xf32>, %w: tensor<4x3xf32>, %b: tensor<3xf32>, %x3: tensor<2x16x4xf32>, %dy3: tensor<2x16x3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<3x4xf32>, tensor<3xf32>, tensor<4x3xf32>, tensor<16xf32>, tensor<1x3xf32>, tensor<3xf64>, tensor<2x4x3xf32>, tensor<3xf32>) {
+  %db = tg.reduce_sum %dy axes = [0] : (tensor<16x3xf32>) -> tensor<3xf32>
+  %b1 = tg.sgd_update %b, %db {lr = 0.00999999977 : f32} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %dw = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %w1 = tg.sgd_update %w, %dw {lr = 0.00999999977 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %lhs = tg.matmul %dyt, %x : (tensor<3x16xf32>, tensor<16x4xf32>) -> tensor<3x4xf32>
+  %dbt = tg.reduce_sum %dyt axes = [0] : (tensor<3x16xf32>) -> tensor<16xf32>
+  %rhs = tg.matmul %w, %dy transpose_rhs : (tensor<4x3xf32>, tensor<16x3xf32>) -> tensor<4x16xf32>
+  %dw2 = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %kept = tg.reduce_sum %dy axes = [0] keep_dims : (tensor<16x3xf32>) -> tensor<1x3xf32>
+  %wide = tg.reduce_sum %dy axes = [0] compute(f64) : (tensor<16x3xf32>) -> tensor<3xf64>
+  %dw3 = tg.matmul %x3, %dy3 transpose_lhs : (tensor<2x16x4xf32>, tensor<2x16x3xf32>) -> tensor<2x4x3xf32>
+  %db3 = tg.reduce_sum %dy3 axes = [0, 1] : (tensor<2x16x3xf32>) -> tensor<3xf32>
+  %sum = tg.reduce_sum %rhs axes = [0] : (tensor<4x16xf32>) -> tensor<16xf32>
+  return %w1, %b1, %lhs, %db, %dw2, %dbt, %kept, %wide, %dw3, %db3 : tensor<4x3xf32>, tensor<3xf32>, tensor<3x4xf32>, tensor<3xf32>, tensor<4x3xf32>, tensor<16xf32>, tensor<1x3xf32>, tensor<3xf64>, tensor<2x4x3xf32>, tensor<3xf32>
 }

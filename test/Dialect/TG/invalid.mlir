@@ -1292,6 +1292,51 @@ func.func @fused_matmul_alpha(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) {
 
 // -----
 
+// Rule: fused_matmul: a bias_grad result names the operand it sums.
+func.func @fused_matmul_bias_grad_operand(%a: tensor<6x4xf32>, %b: tensor<6x5xf32>) {
+  // expected-error @+1 {{has a bias_grad result but no bias_grad(lhs or rhs) to sum}}
+  %0:2 = tg.fused_matmul %a, %b transpose_lhs : (tensor<6x4xf32>, tensor<6x5xf32>) -> (tensor<4x5xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Rule: fused_matmul: bias_grad(...) comes with its result.
+func.func @fused_matmul_bias_grad_result(%a: tensor<6x4xf32>, %b: tensor<6x5xf32>) {
+  // expected-error @+1 {{has bias_grad(lhs) but no bias_grad result}}
+  %0 = tg.fused_matmul %a, %b transpose_lhs bias_grad(lhs) : (tensor<6x4xf32>, tensor<6x5xf32>) -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+// Rule: fused_matmul: bias_grad(lhs) is a vector of the result's rows.
+func.func @fused_matmul_bias_grad_rows(%a: tensor<6x4xf32>, %b: tensor<6x5xf32>) {
+  // expected-error @+1 {{bias_grad of shape [5] is not a vector of the result's rows (4)}}
+  %0:2 = tg.fused_matmul %a, %b transpose_lhs bias_grad(lhs) : (tensor<6x4xf32>, tensor<6x5xf32>) -> (tensor<4x5xf32>, tensor<5xf32>)
+  return
+}
+
+// -----
+
+// Rule: fused_matmul: bias_grad(rhs) is a vector of the result's columns.
+func.func @fused_matmul_bias_grad_columns(%a: tensor<6x4xf32>, %b: tensor<6x5xf32>) {
+  // expected-error @+1 {{bias_grad of shape [4, 5] is not a vector of the result's columns (5)}}
+  %0:2 = tg.fused_matmul %a, %b transpose_lhs bias_grad(rhs) : (tensor<6x4xf32>, tensor<6x5xf32>) -> (tensor<4x5xf32>, tensor<4x5xf32>)
+  return
+}
+
+// -----
+
+// Rule: fused_matmul: a bias gradient only from 2-D operands.
+func.func @fused_matmul_bias_grad_batched(%a: tensor<2x6x4xf32>, %b: tensor<2x6x5xf32>) {
+  // expected-error @+1 {{sums a bias gradient only from 2-D operands}}
+  %0:2 = tg.fused_matmul %a, %b transpose_lhs bias_grad(rhs) : (tensor<2x6x4xf32>, tensor<2x6x5xf32>) -> (tensor<2x4x5xf32>, tensor<5xf32>)
+  return
+}
+
+// -----
+
 // Rule: fused_matmul: a known activation.
 func.func @fused_matmul_activation(%a: tensor<4x3xf32>, %b: tensor<3x5xf32>) {
   // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'activation' [none, relu, gelu, gelu_tanh]}}

@@ -228,6 +228,26 @@ LogicalResult FusedMatmulOp::verify() {
                            << " is not of the result's type " << result;
   if (!getAlpha().isFinite())
     return emitOpError() << "alpha must be finite";
+  std::optional<MatmulOperand> of = getBiasGradOf();
+  Value biasGrad = getBiasGrad();
+  if (biasGrad && !of)
+    return emitOpError()
+           << "has a bias_grad result but no bias_grad(lhs or rhs) to sum";
+  if (of && !biasGrad)
+    return emitOpError() << "has bias_grad(" << stringifyMatmulOperand(*of)
+                         << ") but no bias_grad result";
+  if (biasGrad) {
+    if (cast<RankedTensorType>(getLhs().getType()).getRank() != 2 ||
+        cast<RankedTensorType>(getRhs().getType()).getRank() != 2)
+      return emitOpError() << "sums a bias gradient only from 2-D operands";
+    int64_t length = (*shape)[*of == MatmulOperand::lhs ? 0 : 1];
+    auto type = cast<RankedTensorType>(biasGrad.getType());
+    if (type.getRank() != 1 || type.getDimSize(0) != length)
+      return emitOpError() << "bias_grad of shape " << shapeStr(type.getShape())
+                           << " is not a vector of the result's "
+                           << (*of == MatmulOperand::lhs ? "rows" : "columns")
+                           << " (" << length << ")";
+  }
   // The epilogue runs on the accumulators, in the compute type.
   FloatType compute = getComputeType();
   if (!compute || compute.getWidth() < 32)
@@ -235,6 +255,9 @@ LogicalResult FusedMatmulOp::verify() {
                          << ": the epilogue needs f32 or f64 accumulators";
   return success();
 }
+
+// The bias gradient has the type it is given, like a reduction's result.
+bool FusedMatmulOp::isDataResult(unsigned index) { return index == 0; }
 
 OperandRole FusedMatmulOp::getOperandRole(unsigned index) {
   // The bias and the residual are read as stored, whatever the product's

@@ -116,10 +116,11 @@ private:
   static Operation *swappedProduct(OpBuilder &b, Location loc, Type type,
                                    FusedMatmulOp m) {
     return FusedMatmulOp::create(
-        b, loc, type, m.getRhs(), m.getLhs(), Value(), Value(),
-        m.getTransposeRhs() ? UnitAttr() : b.getUnitAttr(),
+        b, loc, type, /*bias_grad=*/Type(), m.getRhs(), m.getLhs(), Value(),
+        Value(), m.getTransposeRhs() ? UnitAttr() : b.getUnitAttr(),
         m.getTransposeLhs() ? UnitAttr() : b.getUnitAttr(),
-        m.getActivationAttr(), m.getAlphaAttr(), m.getComputeAttr());
+        m.getActivationAttr(), m.getAlphaAttr(), /*bias_grad_of=*/nullptr,
+        m.getComputeAttr());
   }
 
   /// transpose(matmul(A, B)) -> matmul(B, A) with both flags flipped, when
@@ -128,14 +129,14 @@ private:
   /// batched activation times a weight as one GEMM with the batch folded
   /// into M, which the swapped form, the weight on the left, would split
   /// into a GEMM per batch entry. A fused matmul swaps too when its epilogue
-  /// is only a scale (alpha), which commutes with the transpose. `t` is
-  /// erased and nulled.
+  /// is only a scale (alpha), which commutes with the transpose, and it
+  /// sums no bias gradient. `t` is erased and nulled.
   void swapProduct(TransposeOp &t) {
     Operation *m = t.getInput().getDefiningOp();
     auto fused = dyn_cast_or_null<FusedMatmulOp>(m);
     if (!isa_and_nonnull<MatmulOp>(m) &&
         (!fused || fused.getBias() || fused.getResidual() ||
-         fused.getActivation() != Activation::none))
+         fused.getBiasGrad() || fused.getActivation() != Activation::none))
       return;
     Value lhs = m->getOperand(0), rhs = m->getOperand(1);
     if (!swapsLastTwo(t) || !m->getResult(0).hasOneUse() ||

@@ -10,7 +10,9 @@
 // every use of the product is a matmul's operand; a plain SGD update of
 // the product (a weight gradient) becomes its epilogue, the parameter the
 // residual and -lr the alpha. ReLU gradients are moved from the
-// pre-activation to the ReLU's output, which tells x > 0 as well.
+// pre-activation to the ReLU's output, which tells x > 0 as well. A weight
+// gradient sums its output-gradient operand along k as well where a
+// tg.reduce_sum of that gradient is its layer's bias gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,6 +87,46 @@ std::optional<std::pair<Value, double>> scaling(MulOp mul) {
   return std::nullopt;
 }
 
+/// `v` through the reshapes that produced it and keep its last dimension
+/// (they only regroup its rows): the value whose rows `v` holds.
+Value rowsOf(Value v) {
+  while (auto reshape = v.getDefiningOp<ReshapeOp>()) {
+    auto in = cast<RankedTensorType>(reshape.getInput().getType());
+    auto out = cast<RankedTensorType>(reshape.getType());
+    if (in.getRank() == 0 || out.getRank() == 0 ||
+        in.getShape().back() != out.getShape().back())
+      break;
+    v = reshape.getInput();
+  }
+  return v;
+}
+
+/// Whether `sum` adds up the rows of its input: every dimension but the
+/// last reduced and dropped.
+bool sumsRows(ReduceSumOp sum) {
+  auto in = cast<RankedTensorType>(sum.getInput().getType());
+  auto out = cast<RankedTensorType>(sum.getType());
+  ArrayRef<int64_t> axes = sum.getAxes();
+  if (in.getRank() < 2 || sum.getKeepDims() || out.getRank() != 1 ||
+      out.getDimSize(0) != in.getShape().back() ||
+      int64_t(axes.size()) != in.getRank() - 1)
+    return false;
+  for (auto [i, axis] : llvm::enumerate(axes))
+    if (axis != int64_t(i))
+      return false;
+  return true;
+}
+
+/// Whether every use of `op`'s results comes after `point`, in its block.
+bool usedOnlyAfter(Operation *op, Operation *point) {
+  for (Operation *user : op->getUsers()) {
+    Operation *at = point->getBlock()->findAncestorOpInBlock(*user);
+    if (!at || at == point || !point->isBeforeInBlock(at))
+      return false;
+  }
+  return true;
+}
+
 /// The epilogue found after one matmul.
 struct Chain {
   MatmulOp matmul;
@@ -97,6 +139,9 @@ struct Chain {
   SmallVector<Operation *, 3> ops;
   /// tg.relu_grad operands to move from the pre-activation to the output.
   SmallVector<OpOperand *, 2> reluGrads;
+  /// The sum along k of one operand that the fused op gives as bias_grad.
+  ReduceSumOp biasGrad;
+  MatmulOperand biasGradOf = MatmulOperand::lhs;
 
   Value result() {
     return ops.empty() ? Value(matmul.getResult()) : ops.back()->getResult(0);
@@ -123,8 +168,10 @@ public:
       findOperandScalings();
     for (MatmulOp m : matmuls) {
       Chain chain = grow(m);
+      if (biasGrad && accumulatesWide(m))
+        growBiasGrad(chain);
       if (!chain.ops.empty() || chain.lhs != m.getLhs() ||
-          chain.rhs != m.getRhs())
+          chain.rhs != m.getRhs() || chain.biasGrad)
         fuse(chain);
     }
     // The scalings read through: every use was a matmul's operand.
@@ -294,6 +341,51 @@ private:
     return true;
   }
 
+  /// Finds the tg.reduce_sum that adds up the rows of an operand the
+  /// product reads with k along its rows (a transposed lhs, a plain rhs),
+  /// as stored (not unscaled), in the product's compute type, when the
+  /// fused op, where the chain ends, comes before every use of the sum.
+  void growBiasGrad(Chain &c) {
+    MatmulOp m = c.matmul;
+    if (cast<RankedTensorType>(m.getType()).getRank() != 2)
+      return;
+    Operation *last = c.ops.empty() ? m.getOperation() : c.ops.back();
+    FloatType compute =
+        cast<PrecisionOpInterface>(m.getOperation()).getComputeType();
+    struct Side {
+      MatmulOperand of;
+      Value operand, read;
+      bool kAlongRows;
+    };
+    for (const Side &side :
+         {Side{MatmulOperand::lhs, m.getLhs(), c.lhs, m.getTransposeLhs()},
+          Side{MatmulOperand::rhs, m.getRhs(), c.rhs, !m.getTransposeRhs()}}) {
+      if (!side.kAlongRows || side.read != side.operand)
+        continue;
+      // The values that hold the operand's rows: the one they were made
+      // as, and every reshape of it that keeps them.
+      Value rows = rowsOf(side.operand);
+      SmallVector<Value> same = {rows};
+      for (size_t i = 0; i < same.size(); ++i)
+        for (Operation *user : same[i].getUsers()) {
+          if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+            if (rowsOf(reshape.getResult()) == rows)
+              same.push_back(reshape.getResult());
+            continue;
+          }
+          auto sum = dyn_cast<ReduceSumOp>(user);
+          if (sum && sumsRows(sum) && sum->getBlock() == last->getBlock() &&
+              cast<PrecisionOpInterface>(sum.getOperation()).getComputeType() ==
+                  compute &&
+              usedOnlyAfter(sum, last)) {
+            c.biasGrad = sum;
+            c.biasGradOf = side.of;
+            return;
+          }
+        }
+    }
+  }
+
   void fuse(Chain &c) {
     Operation *last = c.ops.empty() ? c.matmul.getOperation() : c.ops.back();
     // Every operand dominates the last op of the chain (they dominate the
@@ -304,11 +396,17 @@ private:
       locs.push_back(op->getLoc());
     OpBuilder b(last);
     MatmulOp m = c.matmul;
+    if (c.biasGrad)
+      locs.push_back(c.biasGrad.getLoc());
     auto fused = FusedMatmulOp::create(
-        b, b.getFusedLoc(locs), last->getResult(0).getType(), c.lhs, c.rhs,
-        c.bias, c.residual, m.getTransposeLhsAttr(), m.getTransposeRhsAttr(),
+        b, b.getFusedLoc(locs), last->getResult(0).getType(),
+        c.biasGrad ? c.biasGrad.getType() : Type(), c.lhs, c.rhs, c.bias,
+        c.residual, m.getTransposeLhsAttr(), m.getTransposeRhsAttr(),
         ActivationAttr::get(b.getContext(), c.activation),
-        b.getF64FloatAttr(c.alpha), m.getComputeAttr());
+        b.getF64FloatAttr(c.alpha),
+        c.biasGrad ? MatmulOperandAttr::get(b.getContext(), c.biasGradOf)
+                   : MatmulOperandAttr(),
+        m.getComputeAttr());
     last->getResult(0).replaceAllUsesWith(fused.getResult());
     for (OpOperand *use : c.reluGrads)
       use->set(fused.getResult());
@@ -317,6 +415,20 @@ private:
     m->erase();
     ++numFused;
     numOpsRemoved += c.ops.size();
+    if (c.biasGrad) {
+      // The sum goes, and the reshapes that only it read.
+      c.biasGrad.getResult().replaceAllUsesWith(fused.getBiasGrad());
+      Value in = c.biasGrad.getInput();
+      c.biasGrad->erase();
+      while (auto reshape = in.getDefiningOp<ReshapeOp>()) {
+        if (!reshape->use_empty())
+          break;
+        in = reshape.getInput();
+        reshape->erase();
+      }
+      ++numBiasGrads;
+      ++numOpsRemoved;
+    }
   }
 };
 

@@ -66,8 +66,9 @@ extern "C" {
   X(slice_grad, "rank:i offsets:i[rank] strides:i[rank] dy dx")               \
   X(matmul, "transpose_lhs:i transpose_rhs:i compute:type lhs rhs out")       \
   X(fused_matmul, "transpose_lhs:i transpose_rhs:i activation:i has_bias:i "\
-                  "has_residual:i alpha:f compute:type lhs rhs [bias] "       \
-                  "[residual] out")                                           \
+                  "has_residual:i bias_grad:i alpha:f compute:type lhs rhs "  \
+                  "[bias] [residual] out [bias_grad] (bias_grad 0: none, "    \
+                  "1 + an mpMatmulOperand: the sums of that operand)")        \
   X(conv2d, "pass:i compute:type strides:i[2] padding:i[4] dilations:i[2] "  \
             "groups:i channels_last:i a b out (pass 0: input filter out; "    \
             "1: dy filter dx; 2: dy input dfilter)")                          \

@@ -30,8 +30,9 @@ extern "C" {
 
 /* Bumped whenever a declaration below, or an entry point's fields
  * (MPCompiled.h), changes meaning or layout. 2: the optimizer updates'
- * has_copy field. 3: fused_matmul's alpha. */
-#define MP_RUNTIME_ABI_VERSION 3
+ * has_copy field. 3: fused_matmul's alpha. 4: fused_matmul's bias gradient
+ * (mpFusedMatmulBiasGrad). */
+#define MP_RUNTIME_ABI_VERSION 4
 
 /* Element (storage or compute) types. Values are part of the ABI. */
 typedef enum mpElementType {
@@ -351,6 +352,27 @@ mpStatus mpFusedMatmul(const mpTensor *lhs, const mpTensor *rhs,
                        mpTensor *out, int32_t transposeLhs,
                        int32_t transposeRhs, int32_t activation, double alpha,
                        mpElementType compute);
+
+/* A matmul operand. Values are part of the ABI. */
+typedef enum mpMatmulOperand {
+  MP_MATMUL_LHS = 0,
+  MP_MATMUL_RHS = 1
+} mpMatmulOperand;
+
+/* mpFusedMatmul of two 2-D operands that also sums one of them along k, as
+ * a weight gradient gives its layer's bias gradient (cuBLASLt's BGRADA and
+ * BGRADB epilogues): for `biasGradOf` MP_MATMUL_LHS, biasGrad[i] is the sum
+ * over x of op(lhs)[i, x] (a vector of out's rows); for MP_MATMUL_RHS,
+ * biasGrad[j] is the sum over x of op(rhs)[x, j] (of out's columns). Each
+ * is summed in order along k in `compute`, as mpReduce sums, and rounded
+ * once to biasGrad's type (any floating-point one); alpha and the epilogue
+ * do not touch it. biasGrad must not overlap the other tensors. */
+mpStatus mpFusedMatmulBiasGrad(const mpTensor *lhs, const mpTensor *rhs,
+                               const mpTensor *bias, const mpTensor *residual,
+                               mpTensor *out, mpTensor *biasGrad,
+                               int32_t biasGradOf, int32_t transposeLhs,
+                               int32_t transposeRhs, int32_t activation,
+                               double alpha, mpElementType compute);
 
 /*===----------------------------------------------------------------------===*
  * Loss scaling (tg.unscale_grads, tg.update_loss_scale). The scale is a

@@ -138,6 +138,14 @@ def TG_Activation : I32EnumAttr<"Activation",
   let cppNamespace = "::mp::tg";
 }
 
+def TG_MatmulOperand : I32EnumAttr<"MatmulOperand",
+    "an operand of a matmul", [
+      I32EnumAttrCase<"lhs", 0>,
+      I32EnumAttrCase<"rhs", 1>
+    ]> {
+  let cppNamespace = "::mp::tg";
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//

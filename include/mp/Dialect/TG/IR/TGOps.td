@@ -343,7 +343,7 @@ def TG_MatmulOp : TG_ComputeOp<"matmul", "Allow", [
 def TG_FusedMatmulOp : TG_ComputeOp<"fused_matmul", "Allow", [
     AttrSizedOperandSegments, AllElementTypesMatch<["lhs", "rhs"]>,
     TG_IndependentResultStorage, TG_SameDataOperandStorage],
-    ["getOperandRole"]> {
+    ["getOperandRole", "isDataResult"]> {
   let summary = "matrix multiplication with a bias, residual and activation epilogue";
   let description = [{
     `tg.matmul` followed by an epilogue that the GEMM libraries apply while
@@ -376,6 +376,24 @@ def TG_FusedMatmulOp : TG_ComputeOp<"fused_matmul", "Allow", [
         : (tensor<32x64xbf16>, tensor<64x128xbf16>, tensor<128xbf16>)
         -> tensor<32x128xbf16>
     ```
+
+    A weight gradient can also give the bias gradient of its layer, as
+    cuBLASLt's BGRADA and BGRADB epilogues do: with `bias_grad(lhs)` the
+    second result `bias_grad` is the sum over k of each row of `op(lhs)` (a
+    vector of the result's rows), with `bias_grad(rhs)` of each column of
+    `op(rhs)` (of its columns). Each is summed in order along k in the
+    compute type, as `tg.reduce_sum` sums, and rounded once to the result's
+    element type; `alpha` and the epilogue do not touch it. The product is
+    of two 2-D operands. `tg-fuse-epilogues` forms it from the
+    `tg.reduce_sum` of the output gradient that a weight gradient reads:
+
+    ```mlir
+    // y = x w^T + b: dw = dy^T x, db = the sum of dy's rows.
+    %dw, %db = tg.fused_matmul %dy, %x transpose_lhs bias_grad(lhs)
+        compute(f32)
+        : (tensor<512x256xf32>, tensor<512x1024xf32>)
+        -> (tensor<256x1024xf32>, tensor<256xf32>)
+    ```
   }];
   let arguments = (ins TG_FloatTensor:$lhs, TG_FloatTensor:$rhs,
                        Optional<TG_FloatTensor>:$bias,
@@ -384,12 +402,15 @@ def TG_FusedMatmulOp : TG_ComputeOp<"fused_matmul", "Allow", [
                        DefaultValuedAttr<TG_Activation,
                                          "::mp::tg::Activation::none">:$activation,
                        DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+                       OptionalAttr<TG_MatmulOperand>:$bias_grad_of,
                        OptionalAttr<TG_ComputeTypeAttr>:$compute);
-  let results = (outs TG_FloatTensor:$result);
+  let results = (outs TG_FloatTensor:$result,
+                      Optional<TG_FloatTensor>:$bias_grad);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
     (`transpose_rhs` $transpose_rhs^)? (`bias` `(` $bias^ `)`)?
     (`residual` `(` $residual^ `)`)? (`activation` `(` $activation^ `)`)?
+    (`bias_grad` `(` $bias_grad_of^ `)`)?
     (`compute` `(` $compute^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

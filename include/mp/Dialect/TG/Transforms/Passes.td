@@ -501,6 +501,25 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
     need not be kept. A GELU's gradient needs the pre-activation itself, so
     in a training step a GELU stays outside.
 
+    With `bias-grad`, a weight gradient also takes over the bias gradient
+    of its layer: a `tg.reduce_sum` over every dimension but the last of
+    the output gradient that the product reads with k along its rows (a
+    transposed lhs, `dy^T x` for `y = x w^T + b`, or a plain rhs, `x^T dy`
+    for `y = x w + b`), through reshapes that keep that last dimension,
+    summing in the product's compute type. The fused op's `bias_grad`
+    result replaces the sum, which the CPU's packed GEMM computes while it
+    packs that operand and cuBLASLt in its BGRADA/BGRADB epilogue, instead
+    of a pass of its own over the gradient. Every use of the sum must come
+    after the fused op, and an operand read unscaled (`scale`) does not
+    sum.
+
+    ```mlir
+    %db = tg.reduce_sum %dy axes = [0] : (tensor<512x256xf32>) -> tensor<256xf32>
+    %dw = tg.matmul %dy, %x transpose_lhs : ... -> tensor<256x1024xf32>
+    // becomes
+    %dw, %db = tg.fused_matmul %dy, %x transpose_lhs bias_grad(lhs) : ...
+    ```
+
     The epilogue is computed in the compute type and rounded once, so a
     fused step can differ from the unfused one by the roundings it saves
     (none in f32: the unfused ops add and rectify in f32 too). A matmul
@@ -529,11 +548,16 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
            "constant scalars into alpha">,
     Option<"optimizer", "optimizer", "bool", /*default=*/"true",
            "Fold a plain SGD update of the product into its epilogue">,
+    Option<"biasGrad", "bias-grad", "bool", /*default=*/"true",
+           "Fold the sum of a weight gradient's output-gradient operand "
+           "(its layer's bias gradient) into the product">,
   ];
   let statistics = [
     Statistic<"numFused", "fused", "Matmuls given an epilogue">,
     Statistic<"numOpsRemoved", "ops-removed",
               "Elementwise ops folded into epilogues">,
+    Statistic<"numBiasGrads", "bias-grads",
+              "Bias gradients summed by a weight gradient's GEMM">,
   ];
 }
 
