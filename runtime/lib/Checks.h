@@ -307,6 +307,25 @@ inline bool isCopyFor(const mpTensor *copy, const mpTensor *param) {
                    sameShape(copy, param));
 }
 
+/// mpFusedMatmulBiasGrad's rule for its sums: two 2-D operands, a known
+/// `biasGradOf`, and a floating-point vector `biasGrad` with one element
+/// per line summed (row of op(lhs), column of op(rhs)). Gives the operand
+/// summed and the axis that holds k in it as stored (0 for a transposed
+/// lhs or a plain rhs, 1 otherwise).
+inline bool planBiasGrad(const mpTensor *lhs, const mpTensor *rhs,
+                         const mpTensor *biasGrad, int32_t biasGradOf,
+                         bool transposeLhs, bool transposeRhs,
+                         const mpTensor *&summed, int64_t &axis) {
+  if (!lhs || !rhs || !biasGrad || lhs->rank != 2 || rhs->rank != 2 ||
+      biasGrad->rank != 1 || !isFloatType(biasGrad->elementType) ||
+      (biasGradOf != MP_MATMUL_LHS && biasGradOf != MP_MATMUL_RHS))
+    return false;
+  bool ofLhs = biasGradOf == MP_MATMUL_LHS;
+  summed = ofLhs ? lhs : rhs;
+  axis = (ofLhs ? transposeLhs : !transposeRhs) ? 0 : 1;
+  return biasGrad->shape[0] == summed->shape[1 - axis];
+}
+
 } // namespace mp::rt
 
 #endif // MP_RUNTIME_LIB_CHECKS_H

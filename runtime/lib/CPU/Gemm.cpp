@@ -296,8 +296,9 @@ struct Avx2 {
        steps at a time, transposed in registers, where their sums add one      \
        step after another (lanes past `count` stay zero). */                   \
     for (int64_t l0 = 0; l0 < width; l0 += kLanes) {                           \
+      bool summing = sums && l0 < count;                                       \
       int64_t summed = std::min(kLanes, count - l0);                           \
-      V sum = sums ? loadFirst(sums + l0, summed) : zero();                    \
+      V sum = summing ? loadFirst(sums + l0, summed) : zero();                 \
       for (int64_t x0 = 0; x0 < depth; x0 += kLanes) {                         \
         int64_t length = std::min(kLanes, depth - x0);                         \
         V r[kLanes];                                                           \
@@ -308,11 +309,11 @@ struct Avx2 {
         transpose(r);                                                          \
         for (int64_t x = 0; x < length; ++x) {                                 \
           storeFirst(to + (x0 + x) * width + l0, r[x], width - l0);            \
-          if (sums)                                                            \
+          if (summing)                                                         \
             sum = add(sum, r[x]);                                              \
         }                                                                      \
       }                                                                        \
-      if (sums)                                                                \
+      if (summing)                                                             \
         storeFirst(sums + l0, sum, summed);                                    \
     }                                                                          \
   }                                                                            \

@@ -492,17 +492,10 @@ mpFusedMatmulBiasGrad(const mpTensor *lhs, const mpTensor *rhs,
                       int32_t transposeLhs, int32_t transposeRhs,
                       int32_t activation, double alpha, mpElementType compute) {
   bool ta = transposeLhs, tb = transposeRhs;
-  bool ofLhs = biasGradOf == MP_MATMUL_LHS;
-  if (!lhs || !rhs || !out || lhs->rank != 2 || rhs->rank != 2 || !biasGrad ||
-      !biasGrad->data || biasGrad->rank != 1 ||
-      !isFloatType(biasGrad->elementType) ||
-      (!ofLhs && biasGradOf != MP_MATMUL_RHS))
-    return MP_ERROR_INVALID_ARGUMENT;
-  // The summed operand as stored: k along its rows (a transposed lhs, a
-  // plain rhs) or along them.
-  const mpTensor *summed = ofLhs ? lhs : rhs;
-  bool kAlongRows = ofLhs ? ta : !tb;
-  if (biasGrad->shape[0] != summed->shape[kAlongRows ? 1 : 0])
+  const mpTensor *summed;
+  int64_t axis;
+  if (!planBiasGrad(lhs, rhs, biasGrad, biasGradOf, ta, tb, summed, axis) ||
+      !biasGrad->data)
     return MP_ERROR_INVALID_ARGUMENT;
   int64_t length = biasGrad->shape[0];
   std::vector<float> f32;
@@ -511,15 +504,13 @@ mpFusedMatmulBiasGrad(const mpTensor *lhs, const mpTensor *rhs,
     float *to = biasGrad->elementType == MP_F32
                     ? static_cast<float *>(biasGrad->data)
                     : (f32.resize(size_t(length)), f32.data());
-    (ofLhs ? sums.lhs : sums.rhs) = to;
+    (summed == lhs ? sums.lhs : sums.rhs) = to;
   }
   if (mpStatus st = fusedMatmul(lhs, rhs, bias, residual, out, ta, tb,
                                 activation, alpha, compute, &sums))
     return st;
-  if (!sums.done) {
-    int64_t axis = kAlongRows ? 0 : 1;
+  if (!sums.done)
     return mpReduce(MP_REDUCE_SUM, summed, biasGrad, &axis, 1, compute);
-  }
   if (!f32.empty())
     for (int64_t i = 0; i < length; ++i)
       store(biasGrad->data, biasGrad->elementType, i, double(f32[i]));

@@ -443,19 +443,15 @@ mpStatus mp::cuda::mpFusedMatmulBiasGrad(
     const mpTensor *residual, mpTensor *out, mpTensor *biasGrad,
     int32_t biasGradOf, int32_t transposeLhs, int32_t transposeRhs,
     int32_t activation, double alpha, mpElementType compute) {
-  bool ofLhs = biasGradOf == MP_MATMUL_LHS;
-  if (!lhs || !rhs || lhs->rank != 2 || rhs->rank != 2 ||
-      !validFloat(biasGrad) || biasGrad->rank != 1 ||
-      (!ofLhs && biasGradOf != MP_MATMUL_RHS))
-    return MP_ERROR_INVALID_ARGUMENT;
-  const mpTensor *summed = ofLhs ? lhs : rhs;
-  bool kAlongRows = ofLhs ? transposeLhs != 0 : transposeRhs == 0;
-  if (biasGrad->shape[0] != summed->shape[kAlongRows ? 1 : 0])
+  const mpTensor *summed;
+  int64_t axis;
+  if (!validFloat(biasGrad) ||
+      !rt::planBiasGrad(lhs, rhs, biasGrad, biasGradOf, transposeLhs != 0,
+                        transposeRhs != 0, summed, axis))
     return MP_ERROR_INVALID_ARGUMENT;
   if (mpStatus st =
           cuda::mpFusedMatmul(lhs, rhs, bias, residual, out, transposeLhs,
                               transposeRhs, activation, alpha, compute))
     return st;
-  int64_t axis = kAlongRows ? 0 : 1;
   return cuda::mpReduce(MP_REDUCE_SUM, summed, biasGrad, &axis, 1, compute);
 }
