@@ -31,7 +31,8 @@ struct Options {
       "amp",
       llvm::cl::desc(
           "f16, bf16, off, or auto (default: what the backend runs "
-          "fastest: FP32 on the CPU backend, bf16 or f16 on GPUs with "
+          "fastest: on the CPU bf16 where it multiplies bf16 in hardware "
+          "(AVX512_BF16 or AMX), FP32 elsewhere; bf16 or f16 on GPUs with "
           "tensor cores; with --resume, the checkpoint's mode)"),
       llvm::cl::init("auto"), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> ampOptions{
