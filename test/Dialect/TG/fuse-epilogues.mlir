@@ -267,6 +267,31 @@ func.func @bias_grads(%dy3: tensor<2x8x6xf32>, %x: tensor<16x4xf32>, %dy: tensor
 
 // -----
 
+// The product and the sum read one gradient through reshapes that regroup
+// it differently, as attention's input projection has it (the gradients
+// of q, k and v concatenated as [tokens, 3, width], then read as [tokens,
+// 3 x width] by the weight gradient and as [.., 3 x width] by the sum):
+// any reshape keeps the order, so equal last dimensions mean equal rows.
+// A sum of rows of another width stays.
+// CHECK-LABEL: func @bias_grads_regrouped
+// CHECK-DAG: %[[NARROW:.*]] = tg.reduce_sum %arg0 axes = [0, 1] : (tensor<16x3x2xf32>) -> tensor<2xf32>
+// CHECK-DAG: %[[DW:.*]], %[[DB:.*]] = tg.fused_matmul %{{.*}}, %arg1 transpose_lhs bias_grad(lhs) : (tensor<16x6xf32>, tensor<16x4xf32>) -> (tensor<6x4xf32>, tensor<6xf32>)
+// CHECK-NOT: tg.reduce_sum
+// CHECK: return %[[DW]], %[[DB]], %[[NARROW]]
+// NOBG-LABEL: func @bias_grads_regrouped
+// NOBG-COUNT-2: tg.reduce_sum
+// NOBG-NOT: bias_grad(
+func.func @bias_grads_regrouped(%g: tensor<16x3x2xf32>, %x: tensor<16x4xf32>) -> (tensor<6x4xf32>, tensor<6xf32>, tensor<2xf32>) {
+  %flat = tg.reshape %g : (tensor<16x3x2xf32>) -> tensor<16x6xf32>
+  %dw = tg.matmul %flat, %x transpose_lhs : (tensor<16x6xf32>, tensor<16x4xf32>) -> tensor<6x4xf32>
+  %narrow = tg.reduce_sum %g axes = [0, 1] : (tensor<16x3x2xf32>) -> tensor<2xf32>
+  %rows = tg.reshape %g : (tensor<16x3x2xf32>) -> tensor<2x8x6xf32>
+  %db = tg.reduce_sum %rows axes = [0, 1] : (tensor<2x8x6xf32>) -> tensor<6xf32>
+  return %dw, %db, %narrow : tensor<6x4xf32>, tensor<6xf32>, tensor<2xf32>
+}
+
+// -----
+
 // Sums that stay: read before the fused op (the bias updated before the
 // weight), of an operand with k along its columns (a plain lhs, a
 // transposed rhs), over other axes, kept as dimensions, in another compute

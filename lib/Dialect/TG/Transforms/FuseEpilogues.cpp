@@ -87,18 +87,23 @@ std::optional<std::pair<Value, double>> scaling(MulOp mul) {
   return std::nullopt;
 }
 
-/// `v` through the reshapes that produced it and keep its last dimension
-/// (they only regroup its rows): the value whose rows `v` holds.
-Value rowsOf(Value v) {
-  while (auto reshape = v.getDefiningOp<ReshapeOp>()) {
-    auto in = cast<RankedTensorType>(reshape.getInput().getType());
-    auto out = cast<RankedTensorType>(reshape.getType());
-    if (in.getRank() == 0 || out.getRank() == 0 ||
-        in.getShape().back() != out.getShape().back())
-      break;
+/// `v` through every reshape that produced it. A reshape keeps the
+/// elements' order, so any two reshapes of that value with the same last
+/// dimension hold the same rows, whatever the shapes in between (attention
+/// regroups a projection's [tokens, 3 x width] gradient as [.., 3, width]
+/// and back).
+Value reshapeSource(Value v) {
+  while (auto reshape = v.getDefiningOp<ReshapeOp>())
     v = reshape.getInput();
-  }
   return v;
+}
+
+/// The last dimension of a ranked tensor value, or nothing for a scalar.
+std::optional<int64_t> lastDim(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() == 0)
+    return std::nullopt;
+  return type.getShape().back();
 }
 
 /// Whether `sum` adds up the rows of its input: every dimension but the
@@ -362,19 +367,19 @@ private:
           Side{MatmulOperand::rhs, m.getRhs(), c.rhs, !m.getTransposeRhs()}}) {
       if (!side.kAlongRows || side.read != side.operand)
         continue;
-      // The values that hold the operand's rows: the one they were made
-      // as, and every reshape of it that keeps them.
-      Value rows = rowsOf(side.operand);
-      SmallVector<Value> same = {rows};
-      for (size_t i = 0; i < same.size(); ++i)
-        for (Operation *user : same[i].getUsers()) {
+      // The operand's source and every reshape of it: those with the
+      // operand's last dimension hold its rows.
+      std::optional<int64_t> width = lastDim(side.operand);
+      SmallVector<Value> views = {reshapeSource(side.operand)};
+      for (size_t i = 0; i < views.size(); ++i)
+        for (Operation *user : views[i].getUsers()) {
           if (auto reshape = dyn_cast<ReshapeOp>(user)) {
-            if (rowsOf(reshape.getResult()) == rows)
-              same.push_back(reshape.getResult());
+            views.push_back(reshape.getResult());
             continue;
           }
           auto sum = dyn_cast<ReduceSumOp>(user);
-          if (sum && sumsRows(sum) && sum->getBlock() == last->getBlock() &&
+          if (sum && lastDim(views[i]) == width && sumsRows(sum) &&
+              sum->getBlock() == last->getBlock() &&
               cast<PrecisionOpInterface>(sum.getOperation()).getComputeType() ==
                   compute &&
               usedOnlyAfter(sum, last)) {
