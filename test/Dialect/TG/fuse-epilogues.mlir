@@ -184,6 +184,36 @@ func.func @sgd_updates(%x: tensor<16x4xf32>, %dy: tensor<16x3xf32>, %w: tensor<4
 
 // -----
 
+// Where the fused op goes: where the product was, once its operands are
+// defined and every other reader of the residual has read it, not at the
+// chain's end. A weight gradient whose SGD update joined it runs after the
+// input gradient that reads the weight (and the same output gradient),
+// not with the updates at the step's end; a reader of the weight through
+// a reshape (a view of its buffer) holds it back as a direct one does.
+// CHECK-LABEL: func @placement
+// CHECK-NEXT: %[[DX:.*]] = tg.matmul %arg1, %arg2 transpose_rhs
+// CHECK-NEXT: %[[W:.*]] = tg.fused_matmul %arg0, %arg1 transpose_lhs residual(%arg2)
+// CHECK-NEXT: %[[H:.*]] = tg.exp %[[DX]]
+// CHECK-NEXT: %[[FLAT:.*]] = tg.reshape %arg3
+// CHECK-NEXT: %[[N:.*]] = tg.add %[[FLAT]], %[[FLAT]]
+// CHECK-NEXT: %[[V:.*]] = tg.fused_matmul %arg0, %arg1 transpose_lhs residual(%arg3)
+// CHECK-NEXT: %[[E:.*]] = tg.exp %[[H]]
+// CHECK-NEXT: return %[[W]], %[[E]], %[[V]], %[[N]]
+func.func @placement(%x: tensor<16x4xf32>, %dy: tensor<16x3xf32>, %w: tensor<4x3xf32>, %v: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<16x4xf32>, tensor<4x3xf32>, tensor<12xf32>) {
+  %dw = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %dx = tg.matmul %dy, %w transpose_rhs : (tensor<16x3xf32>, tensor<4x3xf32>) -> tensor<16x4xf32>
+  %h = tg.exp %dx : (tensor<16x4xf32>) -> tensor<16x4xf32>
+  %dv = tg.matmul %x, %dy transpose_lhs : (tensor<16x4xf32>, tensor<16x3xf32>) -> tensor<4x3xf32>
+  %flat = tg.reshape %v : (tensor<4x3xf32>) -> tensor<12xf32>
+  %n = tg.add %flat, %flat : (tensor<12xf32>, tensor<12xf32>) -> tensor<12xf32>
+  %e = tg.exp %h : (tensor<16x4xf32>) -> tensor<16x4xf32>
+  %w1 = tg.sgd_update %w, %dw {lr = 0.125 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %v1 = tg.sgd_update %v, %dv {lr = 0.125 : f32} : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %w1, %e, %v1, %n : tensor<4x3xf32>, tensor<16x4xf32>, tensor<4x3xf32>, tensor<12xf32>
+}
+
+// -----
+
 // Scalings that stay: by a value that is not a constant, by a vector, by a
 // constant that is not finite, of an operand something other than a
 // matmul reads too, and those whose alpha would leave f32's range (the

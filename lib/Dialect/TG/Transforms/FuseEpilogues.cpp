@@ -391,15 +391,52 @@ private:
     }
   }
 
+  /// The op after which the fused op goes: the first point after the
+  /// product where its operands are defined and every other reader of the
+  /// residual has read it (so the result may overwrite it in place), or the
+  /// chain's last op if that comes first. Tensors are values, so any point
+  /// between the operands' definitions and the result's first use is
+  /// correct; this one is for speed. A weight gradient whose SGD
+  /// update joined it then runs where the product was, next to the input
+  /// gradient that reads the same output gradient, and not at the step's
+  /// end with the updates, by when that gradient has left the cache.
+  Operation *placement(Chain &c, Operation *last) {
+    Block *block = last->getBlock();
+    Operation *at = c.matmul;
+    auto after = [&](Operation *op) {
+      if (Operation *inBlock = op ? block->findAncestorOpInBlock(*op) : nullptr)
+        if (at->isBeforeInBlock(inBlock))
+          at = inBlock;
+    };
+    for (Value v : {c.lhs, c.rhs, c.bias, c.residual})
+      if (v)
+        after(v.getDefiningOp());
+    // The residual's readers, through reshapes (which the lowering makes
+    // views of its buffer).
+    SmallVector<Value> views;
+    if (c.residual)
+      views.push_back(c.residual);
+    for (size_t i = 0; i < views.size(); ++i)
+      for (Operation *user : views[i].getUsers()) {
+        if (user == c.matmul.getOperation() || llvm::is_contained(c.ops, user))
+          continue;
+        after(user);
+        if (auto reshape = dyn_cast<ReshapeOp>(user))
+          views.push_back(reshape.getResult());
+      }
+    return last->isBeforeInBlock(at) ? last : at;
+  }
+
   void fuse(Chain &c) {
     Operation *last = c.ops.empty() ? c.matmul.getOperation() : c.ops.back();
-    // Every operand dominates the last op of the chain (they dominate the
-    // op that reads them, which comes before it), and the last op
-    // dominates every use of the result.
+    // Every operand dominates the point chosen (it comes after their
+    // definitions), which comes no later than the last op of the chain,
+    // which dominates every use of the result.
     SmallVector<Location> locs = {c.matmul.getLoc()};
     for (Operation *op : c.ops)
       locs.push_back(op->getLoc());
-    OpBuilder b(last);
+    OpBuilder b(last->getContext());
+    b.setInsertionPointAfter(placement(c, last));
     MatmulOp m = c.matmul;
     if (c.biasGrad)
       locs.push_back(c.biasGrad.getLoc());
