@@ -98,6 +98,17 @@ Value reshapeSource(Value v) {
   return v;
 }
 
+/// `v` and every value reshaped from it, directly or through other
+/// reshapes: the lowering makes each of them a view of v's buffer.
+SmallVector<Value> reshapesOf(Value v) {
+  SmallVector<Value> views = {v};
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i].getUsers())
+      if (auto reshape = dyn_cast<ReshapeOp>(user))
+        views.push_back(reshape.getResult());
+  return views;
+}
+
 /// The last dimension of a ranked tensor value, or nothing for a scalar.
 std::optional<int64_t> lastDim(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
@@ -370,16 +381,12 @@ private:
       // The operand's source and every reshape of it: those with the
       // operand's last dimension hold its rows.
       std::optional<int64_t> width = lastDim(side.operand);
-      SmallVector<Value> views = {reshapeSource(side.operand)};
-      for (size_t i = 0; i < views.size(); ++i)
-        for (Operation *user : views[i].getUsers()) {
-          if (auto reshape = dyn_cast<ReshapeOp>(user)) {
-            views.push_back(reshape.getResult());
-            continue;
-          }
+      for (Value view : reshapesOf(reshapeSource(side.operand))) {
+        if (lastDim(view) != width)
+          continue;
+        for (Operation *user : view.getUsers()) {
           auto sum = dyn_cast<ReduceSumOp>(user);
-          if (sum && lastDim(views[i]) == width && sumsRows(sum) &&
-              sum->getBlock() == last->getBlock() &&
+          if (sum && sumsRows(sum) && sum->getBlock() == last->getBlock() &&
               cast<PrecisionOpInterface>(sum.getOperation()).getComputeType() ==
                   compute &&
               usedOnlyAfter(sum, last)) {
@@ -388,6 +395,7 @@ private:
             return;
           }
         }
+      }
     }
   }
 
@@ -411,19 +419,14 @@ private:
     for (Value v : {c.lhs, c.rhs, c.bias, c.residual})
       if (v)
         after(v.getDefiningOp());
-    // The residual's readers, through reshapes (which the lowering makes
-    // views of its buffer).
-    SmallVector<Value> views;
+    // The residual's readers, directly or through reshapes (views of its
+    // buffer).
     if (c.residual)
-      views.push_back(c.residual);
-    for (size_t i = 0; i < views.size(); ++i)
-      for (Operation *user : views[i].getUsers()) {
-        if (user == c.matmul.getOperation() || llvm::is_contained(c.ops, user))
-          continue;
-        after(user);
-        if (auto reshape = dyn_cast<ReshapeOp>(user))
-          views.push_back(reshape.getResult());
-      }
+      for (Value view : reshapesOf(c.residual))
+        for (Operation *user : view.getUsers())
+          if (user != c.matmul.getOperation() &&
+              !llvm::is_contained(c.ops, user))
+            after(user);
     return last->isBeforeInBlock(at) ? last : at;
   }
 
