@@ -354,9 +354,11 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
       return failure();
   }
   if (fusion.epilogues && !numerics.enabled) {
+    tg::TGFuseEpiloguesOptions options;
+    options.reportFile = fusion.reportFile;
     if (failed(runPhase(module, progress, "epilogue fusion (tg-fuse-epilogues)",
-                        [](OpPassManager &pm) {
-                          pm.addPass(tg::createTGFuseEpilogues());
+                        [&](OpPassManager &pm) {
+                          pm.addPass(tg::createTGFuseEpilogues(options));
                         })))
       return failure();
     // A scaling that moved into a GEMM's alpha leaves the transpose it

@@ -57,6 +57,8 @@ struct FusionConfig {
   bool epilogues = true;
   /// tg-shadow-weights, after mixed precision.
   bool shadows = true;
+  /// Where tg-fuse-epilogues writes its report (none when empty).
+  std::string reportFile;
 };
 
 /// Whether to run tg-data-parallel before mixed precision, with its bucket

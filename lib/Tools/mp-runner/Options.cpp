@@ -25,6 +25,12 @@ llvm::Error tools::checkOptions(const Options &o) {
                "'");
   if (!o.layoutReport.empty() && o.layout == "off")
     return bad("--layout-report needs a layout other than off");
+  if (!o.fusionReport.empty() && !o.fuseEpilogues)
+    return bad("--fusion-report needs --fuse-epilogues");
+  if (!o.fusionReport.empty() &&
+      (o.checkNumerics || !o.rangeStats.empty() || !o.adaptPrecision.empty()))
+    return bad("--fusion-report: --check-numerics, --range-stats and "
+               "--adapt-precision leave the step unfused");
   if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
     return bad("--backend must be cpu, cuda or auto, not '" + o.backend + "'");
   if (o.steps < 1 || o.steps > runner::kMaxSteps)

@@ -74,6 +74,12 @@ struct Options {
       "layout-report",
       llvm::cl::desc("Write tg-assign-layout's report (JSON) here"),
       llvm::cl::init(""), llvm::cl::cat(category)};
+  llvm::cl::opt<std::string> fusionReport{
+      "fusion-report",
+      llvm::cl::desc("Write tg-fuse-epilogues' report (JSON) here: each "
+                     "matmul, what joined its epilogue, and where its chain "
+                     "stopped"),
+      llvm::cl::init(""), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> backend{
       "backend",
       llvm::cl::desc("cpu, cuda or auto (default: the GPU "

@@ -138,6 +138,7 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.fusion.transposes = o.foldTransposes;
   options.fusion.shadows = o.shadowWeights;
   options.fusion.epilogues = o.fuseEpilogues;
+  options.fusion.reportFile = o.fusionReport;
   options.numerics = numerics;
   options.backend = backend.backend;
   options.optLevel = o.optLevel;

@@ -12,6 +12,7 @@ line per file and a closing count.
 import re
 import subprocess
 import sys
+import tempfile
 
 CONFIGS = [
     "--tg-auto-mixed-precision",
@@ -41,7 +42,9 @@ CONFIGS = [
     "--tg-fuse-epilogues=scale=false optimizer=false",
     "--tg-fuse-epilogues=bias-grad=false residual=false",
     ("--tg-fold-transposes", "--tg-fuse-epilogues=residual=false"),
-    ("--tg-mixed-precision=compute-type=bf16", "--tg-fuse-epilogues"),
+    # {dir}: a temporary directory for the reports.
+    ("--tg-mixed-precision=compute-type=bf16",
+     "--tg-fuse-epilogues=report={dir}/fusion.json"),
     ("--tg-mixed-precision=level=force-all",
      "--tg-assign-layout=layout=nhwc", "--tg-fuse-epilogues=residual=false"),
     ("--tg-data-parallel", "--tg-mixed-precision",
@@ -66,10 +69,12 @@ EXPECTED = re.compile(r"tg-insert-loss-scaling: (a training step needs|the "
 def main():
     tool, files = sys.argv[1], sys.argv[2:]
     bad = 0
+    reports = tempfile.TemporaryDirectory()
     for path in files:
         problems = []
         for config in CONFIGS:
             passes = list(config) if isinstance(config, tuple) else [config]
+            passes = [p.replace("{dir}", reports.name) for p in passes]
             r = subprocess.run([tool, path, "--split-input-file"] + passes +
                                ["-o", "/dev/null"], capture_output=True,
                                text=True, timeout=120)

@@ -12,18 +12,25 @@
 // residual and -lr the alpha. ReLU gradients are moved from the
 // pre-activation to the ReLU's output, which tells x > 0 as well. A weight
 // gradient sums its output-gradient operand along k as well where a
-// tg.reduce_sum of that gradient is its layer's bias gradient.
+// tg.reduce_sum of that gradient is its layer's bias gradient. With
+// report=<file>, every matmul's outcome is written as JSON.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mp/Dialect/TG/Transforms/Passes.h"
 
 #include "mp/Dialect/TG/IR/TGOps.h"
+#include "mp/Dialect/TG/Transforms/PrecisionPolicy.h"
+#include "mp/Support/FileOutput.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 
 #include <cmath>
 #include <limits>
@@ -164,6 +171,24 @@ struct Chain {
   }
 };
 
+/// Where an op is, for the report: its name (an ONNX node's) where it has
+/// one, else its first file:line:col, else the printed location.
+std::string reportLocation(Location loc) {
+  bool named = false;
+  std::string file;
+  loc->walk([&](Location inner) {
+    if (isa<NameLoc>(inner)) {
+      named = true;
+      return WalkResult::interrupt();
+    }
+    if (auto f = dyn_cast<FileLineColLoc>(inner); f && file.empty())
+      file = llvm::formatv("{0}:{1}:{2}", f.getFilename().getValue(),
+                           f.getLine(), f.getColumn());
+    return WalkResult::advance();
+  });
+  return named || file.empty() ? getLocationName(loc) : file;
+}
+
 /// Whether the product accumulates precisely enough for its epilogue to be
 /// computed in the same type: f32 or wider (the AMP pass's choice).
 bool accumulatesWide(MatmulOp matmul) {
@@ -182,12 +207,16 @@ public:
     getOperation()->walk([&](MatmulOp m) { matmuls.push_back(m); });
     if (scale)
       findOperandScalings();
+    llvm::json::Array decisions;
     for (MatmulOp m : matmuls) {
       Chain chain = grow(m);
       if (biasGrad && accumulatesWide(m))
         growBiasGrad(chain);
-      if (!chain.ops.empty() || chain.lhs != m.getLhs() ||
-          chain.rhs != m.getRhs() || chain.biasGrad)
+      bool fuses = !chain.ops.empty() || chain.lhs != m.getLhs() ||
+                   chain.rhs != m.getRhs() || chain.biasGrad;
+      if (!reportFile.empty())
+        decisions.push_back(describe(chain, fuses));
+      if (fuses)
         fuse(chain);
     }
     // The scalings read through: every use was a matmul's operand.
@@ -197,9 +226,117 @@ public:
     for (Operation *c : scalars)
       if (c->use_empty())
         c->erase();
+    if (!reportFile.empty() && failed(writeReport(std::move(decisions))))
+      return signalPassFailure();
   }
 
 private:
+  /// What the report counts (the statistics are compiled out of release
+  /// builds of LLVM).
+  struct Totals {
+    int64_t matmuls = 0, fused = 0, opsFolded = 0, biasGrads = 0;
+  } totals;
+
+  /// The report's entry for one matmul, written before it is fused.
+  llvm::json::Object describe(Chain &c, bool fuses) {
+    MatmulOp m = c.matmul;
+    auto printed = [](auto x) {
+      std::string s;
+      llvm::raw_string_ostream(s) << x;
+      return s;
+    };
+    auto fn = m->getParentOfType<func::FuncOp>();
+    FloatType compute =
+        cast<PrecisionOpInterface>(m.getOperation()).getComputeType();
+    llvm::json::Object entry{
+        {"location", reportLocation(m.getLoc())},
+        {"function", fn ? fn.getSymName().str() : std::string()},
+        {"result", printed(m.getType())},
+        {"compute", compute ? printed(compute) : std::string("none")},
+        {"fused", fuses}};
+    ++totals.matmuls;
+    if (!compute) {
+      entry["reason"] = "the product has no floating-point compute type";
+      return entry;
+    }
+    if (!accumulatesWide(m)) {
+      entry["reason"] = "the product accumulates in " + printed(compute) +
+                        "; an epilogue in that type would round where the "
+                        "ops after it do not";
+      return entry;
+    }
+    llvm::json::Array epilogue;
+    for (Operation *op : c.ops) {
+      StringRef role = TypeSwitch<Operation *, StringRef>(op)
+                           .Case([](MulOp) { return "alpha"; })
+                           .Case([&](AddOp add) {
+                             return c.bias && (add.getLhs() == c.bias ||
+                                               add.getRhs() == c.bias)
+                                        ? "bias"
+                                        : "residual";
+                           })
+                           .Case([](SgdUpdateOp) {
+                             return "residual (the parameter) and alpha "
+                                    "(-lr)";
+                           })
+                           .Default([](Operation *) { return "activation"; });
+      epilogue.push_back(
+          (op->getName().getStringRef() + " (" + role + ")").str());
+    }
+    entry["epilogue"] = std::move(epilogue);
+    if (c.alpha != 1)
+      entry["alpha"] = c.alpha;
+    llvm::json::Array unscaled;
+    if (c.lhs != m.getLhs())
+      unscaled.push_back("lhs");
+    if (c.rhs != m.getRhs())
+      unscaled.push_back("rhs");
+    if (!unscaled.empty())
+      entry["read_unscaled"] = std::move(unscaled);
+    if (c.biasGrad)
+      entry["bias_grad_of"] = stringifyMatmulOperand(c.biasGradOf).str();
+    if (!c.reluGrads.empty())
+      entry["relu_grads_moved_to_output"] = int64_t(c.reluGrads.size());
+    // Where the chain stopped: what reads its value (the ops that joined
+    // it are not readers any more once it is fused).
+    SmallVector<Operation *> users;
+    for (OpOperand &use : c.result().getUses())
+      if (!llvm::is_contained(c.reluGrads, &use))
+        users.push_back(use.getOwner());
+    // In program order (the use list is not).
+    llvm::stable_sort(users, [](Operation *a, Operation *b) {
+      return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+    });
+    llvm::json::Array readers;
+    for (Operation *user : users)
+      readers.push_back(user->getName().getStringRef().str());
+    entry["stopped_before"] = std::move(readers);
+    return entry;
+  }
+
+  LogicalResult writeReport(llvm::json::Array decisions) {
+    llvm::json::Object report{
+        {"options", llvm::json::Object{{"activation", bool(activation)},
+                                       {"residual", bool(residual)},
+                                       {"scale", bool(scale)},
+                                       {"optimizer", bool(optimizer)},
+                                       {"bias-grad", bool(biasGrad)}}},
+        {"matmuls", totals.matmuls},
+        {"fused", totals.fused},
+        {"ops_folded", totals.opsFolded},
+        {"operand_scalings_removed", int64_t(operandScalings.size())},
+        {"bias_grads", totals.biasGrads},
+        {"decisions", std::move(decisions)}};
+    if (llvm::Error e = writeFileAtomically(reportFile, [&](raw_ostream &os) {
+          os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
+             << "\n";
+          return llvm::Error::success();
+        }))
+      return getOperation()->emitError()
+             << "tg-fuse-epilogues: report: " << llvm::toString(std::move(e));
+    return success();
+  }
+
   /// Multiplications by a constant scalar whose every use is an operand of
   /// a matmul this pass fuses: it reads x and takes c into its alpha.
   llvm::SetVector<MulOp> operandScalings;
@@ -460,6 +597,8 @@ private:
     m->erase();
     ++numFused;
     numOpsRemoved += c.ops.size();
+    ++totals.fused;
+    totals.opsFolded += c.ops.size();
     if (c.biasGrad) {
       // The sum goes, and the reshapes that only it read.
       c.biasGrad.getResult().replaceAllUsesWith(fused.getBiasGrad());
@@ -473,6 +612,8 @@ private:
       }
       ++numBiasGrads;
       ++numOpsRemoved;
+      ++totals.biasGrads;
+      ++totals.opsFolded;
     }
   }
 };

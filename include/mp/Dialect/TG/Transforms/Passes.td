@@ -536,6 +536,16 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
     %h = tg.fused_matmul %x, %w bias(%b) activation(relu) compute(f32) : ...
     %dz = tg.relu_grad %dh, %h compute(bf16) : tensor<32x128xbf16>
     ```
+
+    With `report=<file>`, the pass writes what it decided for every
+    `tg.matmul` as JSON (to a temporary file renamed over `<file>`): the
+    matmul's location, function, result type and compute type; the ops
+    that joined its epilogue, in order, with the alpha, the operands read
+    unscaled and the bias gradient taken over; and the ops that read the
+    value where its chain stopped, which say why it stopped there (a GELU
+    whose gradient also reads its input, a softmax, a second reader).
+    Matmuls that accumulate in a low-precision type are listed with that
+    reason. Totals come first.
   }];
   let dependentDialects = ["::mp::tg::TGDialect"];
   let options = [
@@ -551,6 +561,9 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
     Option<"biasGrad", "bias-grad", "bool", /*default=*/"true",
            "Fold the sum of a weight gradient's output-gradient operand "
            "(its layer's bias gradient) into the product">,
+    Option<"reportFile", "report", "std::string", /*default=*/"\"\"",
+           "Write the fusion report (JSON): each matmul, what joined its "
+           "epilogue, and what reads the value where its chain stopped">,
   ];
   let statistics = [
     Statistic<"numFused", "fused", "Matmuls given an epilogue">,
