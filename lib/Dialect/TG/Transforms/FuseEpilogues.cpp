@@ -303,9 +303,13 @@ private:
     for (OpOperand &use : c.result().getUses())
       if (!llvm::is_contained(c.reluGrads, &use))
         users.push_back(use.getOwner());
-    // In program order (the use list is not).
-    llvm::stable_sort(users, [](Operation *a, Operation *b) {
-      return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+    // In program order (the use list is not): by the op of the matmul's
+    // block that holds each, readers in no such op last.
+    Block *block = m->getBlock();
+    llvm::stable_sort(users, [&](Operation *a, Operation *b) {
+      Operation *x = block->findAncestorOpInBlock(*a);
+      Operation *y = block->findAncestorOpInBlock(*b);
+      return x && (!y || (x != y && x->isBeforeInBlock(y)));
     });
     llvm::json::Array readers;
     for (Operation *user : users)
