@@ -2,7 +2,6 @@
 
 #include "mp/Runner/Numerics.h"
 
-#include "mp/Support/FileOutput.h"
 #include "mp/Support/Json.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -137,10 +136,7 @@ llvm::Error RangeStatistics::write(llvm::StringRef path,
                           {"f16_max", kF16Max},
                           {"f16_min_normal", kF16MinNormal},
                           {"ops", std::move(ops)}};
-  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
-    return llvm::Error::success();
-  });
+  return writeJsonFile(path, llvm::json::Value(std::move(root)));
 }
 
 llvm::Error RangeStatistics::annotateReport(llvm::StringRef path,
@@ -186,10 +182,7 @@ llvm::Error RangeStatistics::annotateReport(llvm::StringRef path,
       }
     }
   }
-  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
-    os << llvm::formatv("{0:2}", *report) << "\n";
-    return llvm::Error::success();
-  });
+  return writeJsonFile(path, *report);
 }
 
 void RangeStatistics::printClosest(llvm::raw_ostream &os,
@@ -304,8 +297,5 @@ llvm::json::Value PrecisionAdapter::policy() const {
 }
 
 llvm::Error PrecisionAdapter::writePolicy() const {
-  return writeFileAtomically(policyPath, [&](llvm::raw_ostream &os) {
-    os << llvm::formatv("{0:2}", policy()) << "\n";
-    return llvm::Error::success();
-  });
+  return writeJsonFile(policyPath, policy());
 }

@@ -2,6 +2,10 @@
 
 #include "mp/Support/Json.h"
 
+#include "mp/Support/FileOutput.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
 #include <cmath>
 
 using namespace llvm;
@@ -40,4 +44,11 @@ json::Value mp::jsonNumber(double v) {
   if (std::isfinite(v))
     return v;
   return nullptr;
+}
+
+Error mp::writeJsonFile(StringRef path, const json::Value &value) {
+  return writeFileAtomically(path, [&](raw_ostream &os) {
+    os << formatv("{0:2}", value) << "\n";
+    return Error::success();
+  });
 }

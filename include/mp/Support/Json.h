@@ -4,7 +4,8 @@
 // checkpoint header of a few hundred kilobytes of `[[[[...` overflows the
 // stack. mp's readers parse through parseJson, which first measures the
 // nesting (one linear scan, strings skipped) and refuses anything deeper
-// than real files ever are.
+// than real files ever are. Its writers go through writeJsonFile: the
+// same indentation everywhere, and the file written whole or not at all.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,10 @@ llvm::Expected<llvm::json::Value> parseJson(llvm::StringRef text);
 /// `v` as a JSON number; JSON has no infinities or NaNs, so they become
 /// null.
 llvm::json::Value jsonNumber(double v);
+
+/// Writes `value` to `path` indented by two spaces, with a final newline,
+/// through writeFileAtomically (FileOutput.h).
+llvm::Error writeJsonFile(llvm::StringRef path, const llvm::json::Value &value);
 
 } // namespace mp
 

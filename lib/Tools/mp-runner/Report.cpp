@@ -3,6 +3,7 @@
 #include "Driver.h"
 
 #include "mp/Support/FileOutput.h"
+#include "mp/Support/Json.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -149,8 +150,5 @@ llvm::Error Driver::writeSummary(const mprtAllocatorStats &stats,
   }
   for (auto &entry : numericsSummary())
     root[entry.first] = std::move(entry.second);
-  return writeFileAtomically(o.summary, [&](llvm::raw_ostream &os) {
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
-    return llvm::Error::success();
-  });
+  return writeJsonFile(o.summary, llvm::json::Value(std::move(root)));
 }

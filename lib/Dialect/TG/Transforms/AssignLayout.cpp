@@ -13,7 +13,7 @@
 #include "mp/Dialect/TG/Transforms/Passes.h"
 
 #include "mp/Dialect/TG/IR/TGOps.h"
-#include "mp/Support/FileOutput.h"
+#include "mp/Support/Json.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Dominance.h"
@@ -413,11 +413,8 @@ struct TGAssignLayoutPass
     llvm::json::Object report{{"layout", layout.getValue()},
                               {"target", target.getValue()},
                               {"functions", std::move(functions)}};
-    if (llvm::Error e = writeFileAtomically(reportFile, [&](raw_ostream &os) {
-          os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
-             << "\n";
-          return llvm::Error::success();
-        })) {
+    if (llvm::Error e =
+            writeJsonFile(reportFile, llvm::json::Value(std::move(report)))) {
       module.emitError() << "tg-assign-layout: report: "
                          << llvm::toString(std::move(e));
       return signalPassFailure();

@@ -21,7 +21,7 @@
 
 #include "mp/Dialect/TG/IR/TGOps.h"
 #include "mp/Dialect/TG/Transforms/PrecisionPolicy.h"
-#include "mp/Support/FileOutput.h"
+#include "mp/Support/Json.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -30,7 +30,6 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 
 #include <cmath>
 #include <limits>
@@ -331,11 +330,8 @@ private:
         {"operand_scalings_removed", int64_t(operandScalings.size())},
         {"bias_grads", totals.biasGrads},
         {"decisions", std::move(decisions)}};
-    if (llvm::Error e = writeFileAtomically(reportFile, [&](raw_ostream &os) {
-          os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report)))
-             << "\n";
-          return llvm::Error::success();
-        }))
+    if (llvm::Error e =
+            writeJsonFile(reportFile, llvm::json::Value(std::move(report))))
       return getOperation()->emitError()
              << "tg-fuse-epilogues: report: " << llvm::toString(std::move(e));
     return success();
