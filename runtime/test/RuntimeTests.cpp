@@ -1218,11 +1218,15 @@ void testPackedGemm(std::mt19937_64 &rng) {
   bool ok = true;
   int calls = 0;
   double worst = 0;
-  // Every tile height on AVX2 (6 rows) and AVX-512 (14), then several.
+  // Every tile height on AVX2 (6 rows) and AVX-512 (14), then several;
+  // widths of a few panels, and past 4 panels of columns a thread on three
+  // threads (a plain lhs read in place is then shared out by columns).
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 29, 130})
-    for (int64_t n : {1, 31, 32, 33, 70})
+    for (int64_t n : {1, 31, 32, 33, 70, 389})
       for (int64_t k : {1, 255, 256, 257, 600, 1021})
         for (int form = 0; form < 4; ++form) {
+          if (n > 70 && m % 7 != 1 && m != 130)
+            continue; // the wide products on a few heights only
           bool ta = form & 1, tb = form & 2;
           // The addend: none, c itself (accumulating) or a residual laid
           // out as c.
