@@ -23,41 +23,30 @@
 
 namespace {
 
-/// `steps` rounds of FMAs over `kChains` independent accumulators; returns
-/// a value that depends on all of them, so nothing is optimised away.
-__attribute__((target("avx2,fma"))) float chainsAvx2(long steps) {
-  constexpr int kChains = 12;
-  __m256 acc[kChains];
-  __m256 b = _mm256_set1_ps(0.5f), c = _mm256_set1_ps(0.25f);
-  for (int i = 0; i < kChains; ++i)
-    acc[i] = _mm256_set1_ps(float(i));
-  for (long s = 0; s < steps; ++s) {
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i)
-      acc[i] = _mm256_fmadd_ps(acc[i], b, c);
+/// NAME(steps): `steps` rounds of FMAs over CHAINS independent accumulators
+/// of vector type V; returns a value that depends on all of them, so that
+/// nothing is optimised away.
+#define MP_FMA_CHAINS(NAME, TARGET, V, CHAINS, SET1, FMADD, FIRST)             \
+  __attribute__((target(TARGET))) float NAME(long steps) {                     \
+    V acc[CHAINS];                                                             \
+    V b = SET1(0.5f), c = SET1(0.25f);                                         \
+    for (int i = 0; i < CHAINS; ++i)                                           \
+      acc[i] = SET1(float(i));                                                 \
+    for (long s = 0; s < steps; ++s) {                                         \
+      _Pragma("GCC unroll 24") for (int i = 0; i < CHAINS; ++i) acc[i] =       \
+          FMADD(acc[i], b, c);                                                 \
+    }                                                                          \
+    float sum = 0;                                                             \
+    for (int i = 0; i < CHAINS; ++i)                                           \
+      sum += FIRST(acc[i]);                                                    \
+    return sum;                                                                \
   }
-  float sum = 0;
-  for (int i = 0; i < kChains; ++i)
-    sum += _mm256_cvtss_f32(acc[i]);
-  return sum;
-}
 
-__attribute__((target("avx512f"))) float chainsAvx512(long steps) {
-  constexpr int kChains = 24;
-  __m512 acc[kChains];
-  __m512 b = _mm512_set1_ps(0.5f), c = _mm512_set1_ps(0.25f);
-  for (int i = 0; i < kChains; ++i)
-    acc[i] = _mm512_set1_ps(float(i));
-  for (long s = 0; s < steps; ++s) {
-#pragma GCC unroll 24
-    for (int i = 0; i < kChains; ++i)
-      acc[i] = _mm512_fmadd_ps(acc[i], b, c);
-  }
-  float sum = 0;
-  for (int i = 0; i < kChains; ++i)
-    sum += _mm512_cvtss_f32(acc[i]);
-  return sum;
-}
+// Two FMA ports of 4-cycle latency need at least 8 chains in flight.
+MP_FMA_CHAINS(chainsAvx2, "avx2,fma", __m256, 12, _mm256_set1_ps,
+              _mm256_fmadd_ps, _mm256_cvtss_f32)
+MP_FMA_CHAINS(chainsAvx512, "avx512f", __m512, 24, _mm512_set1_ps,
+              _mm512_fmadd_ps, _mm512_cvtss_f32)
 
 /// GFLOP/s of `threads` threads running `chains` for about `seconds`.
 double measure(float (*chains)(long), long flopsPerStep, int threads,
