@@ -280,7 +280,7 @@ struct Avx2 {
     /* Each step's lines are adjacent. kGroup steps at a time, each panel      \
        copies its share of their runs, zero-padded, into kGroup consecutive    \
        steps of its own (one run of stores, not one store in every panel per   \
-       step); the sums then add the runs, still in L1. A panel narrower than   \
+       step); the sums then add the runs just read. A panel narrower than      \
        whole vectors (a's, kRows wide) takes whole-vector stores all the       \
        same: the lanes past its width fall on the panel's next step, which is  \
        stored after them. Only the last step's are masked. */                  \
@@ -467,11 +467,13 @@ void gemmOn(int64_t m, int64_t n, int64_t k, const GemmOperand &a,
     int64_t q1 = columnPanels * (thread + 1) / threads;
     int64_t t0 = byColumns ? q0 : 0, t1 = byColumns ? q1 : columnPanels;
     // Panel q of b lies at bPacked + (q - t0) kColumns d: in the buffer
-    // the threads share or, by columns, in the thread's own (bKept is
-    // thread_local), which a neighbour's panels of a shorter last block
-    // cannot overlap while the thread still reads its own.
+    // the threads share or, by columns, in the thread's own, which a
+    // neighbour's panels of a shorter last block cannot overlap while the
+    // thread still reads its own. (Declared here, so that each thread
+    // constructs its own.)
+    thread_local Panels bOwn;
     float *bPacked =
-        byColumns ? bKept.get((q1 - q0) * kColumns * depth) : bShared;
+        byColumns ? bOwn.get((q1 - q0) * kColumns * depth) : bShared;
     for (int64_t k0 = 0; k0 < k; k0 += depth) {
       int64_t d = std::min(depth, k - k0);
       // Column j of b is line j of its panels, k their step; row i of a
