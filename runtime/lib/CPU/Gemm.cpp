@@ -45,7 +45,7 @@
 // place and b has more than 8 panels a thread, the panels of b: each then
 // packs the panels it multiplies by every row of a, and no thread waits
 // for another's packing (no barrier at all). With operands in cache that
-// ran 5-9% faster on AVX2; in the steps, where a arrives cold and each
+// ran 5-6% faster on AVX2; in the steps, where a arrives cold and each
 // thread now reads all of it, about 1% (benchmarks/README.md).
 //
 //===----------------------------------------------------------------------===//
