@@ -9,17 +9,18 @@
 #include "mp/Dialect/TG/Transforms/Passes.h"
 #include "mp/Runtime/MPCompiled.h"
 #include "mp/Support/FileOutput.h"
+#include "mp/Support/Json.h"
 #ifdef MP_RUNTIME_HAS_CUDA
 #include "mp/Runtime/MPCuda.h"
 #endif
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -30,12 +31,14 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
-#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace mp;
@@ -54,6 +57,79 @@ runPhase(ModuleOp module, CompileProgress *progress, llvm::StringRef phase,
     progress->watch(pm);
   }
   return pm.run(module);
+}
+
+/// The JSON object in the file `path`.
+static llvm::Expected<llvm::json::Object> readJsonObject(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return createStringError(buffer.getError(), "%s: %s", path.str().c_str(),
+                             buffer.getError().message().c_str());
+  llvm::Expected<llvm::json::Value> value = parseJson((*buffer)->getBuffer());
+  if (!value)
+    return value.takeError();
+  if (llvm::json::Object *object = value->getAsObject())
+    return std::move(*object);
+  return createStringError(std::errc::invalid_argument, "%s: not a JSON object",
+                           path.str().c_str());
+}
+
+/// tg-fold-transposes' second run, after epilogue fusion. With a report
+/// file (which the first run wrote), this run's decisions follow the first
+/// run's there, each entry saying which run made it, and the totals are the
+/// two runs' sums: a transpose that the first run kept is decided again.
+static LogicalResult foldTransposesAgain(ModuleOp module,
+                                         llvm::StringRef reportFile,
+                                         CompileProgress *progress) {
+  tg::TGFoldTransposesOptions options;
+  llvm::SmallString<128> second;
+  if (!reportFile.empty()) {
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("mp-transposes", "json", second))
+      return module.emitError()
+             << "tg-fold-transposes: report: cannot create a temporary file: "
+             << ec.message();
+    options.reportFile = second.str().str();
+  }
+  llvm::FileRemover removeSecond(second);
+  if (failed(runPhase(module, progress,
+                      "transposes into fused matmuls (tg-fold-transposes)",
+                      [&](OpPassManager &pm) {
+                        pm.addPass(tg::createTGFoldTransposes(options));
+                      })))
+    return failure();
+  if (reportFile.empty())
+    return success();
+  llvm::Expected<llvm::json::Object> first = readJsonObject(reportFile);
+  llvm::Expected<llvm::json::Object> again = readJsonObject(second);
+  llvm::Error error = llvm::Error::success();
+  if (!first)
+    error = first.takeError();
+  else if (!again)
+    error = again.takeError();
+  else if (!first->getArray("decisions") || !again->getArray("decisions"))
+    error = createStringError(std::errc::invalid_argument,
+                              "a run's report has no decisions");
+  if (!error) {
+    llvm::json::Array &decisions = *first->getArray("decisions");
+    for (llvm::json::Value &d : decisions)
+      if (llvm::json::Object *o = d.getAsObject())
+        (*o)["run"] = "before fusion";
+    for (llvm::json::Value &d : *again->getArray("decisions")) {
+      if (llvm::json::Object *o = d.getAsObject())
+        (*o)["run"] = "after fusion";
+      decisions.push_back(std::move(d));
+    }
+    for (llvm::StringRef total :
+         {"transposes", "erased", "products_swapped", "operands_folded"})
+      (*first)[total] = first->getInteger(total).value_or(0) +
+                        again->getInteger(total).value_or(0);
+    error = writeJsonFile(reportFile, llvm::json::Value(std::move(*first)));
+  }
+  if (error)
+    return module.emitError() << "tg-fold-transposes: report: "
+                              << llvm::toString(std::move(error));
+  return success();
 }
 
 FailureOr<bool> runner::makeTrainStep(ModuleOp module, llvm::StringRef entry,
@@ -346,10 +422,12 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
   // epilogue never writes: a checked step stays unfused, its transposes
   // too.
   if (fusion.transposes && !numerics.enabled) {
+    tg::TGFoldTransposesOptions options;
+    options.reportFile = fusion.transposesReportFile;
     if (failed(runPhase(module, progress,
                         "transposes into matmuls (tg-fold-transposes)",
-                        [](OpPassManager &pm) {
-                          pm.addPass(tg::createTGFoldTransposes());
+                        [&](OpPassManager &pm) {
+                          pm.addPass(tg::createTGFoldTransposes(options));
                         })))
       return failure();
   }
@@ -364,18 +442,18 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
     // A scaling that moved into a GEMM's alpha leaves the transpose it
     // stood after next to the GEMM (attention's keys, and their gradient).
     if (fusion.transposes &&
-        failed(runPhase(module, progress,
-                        "transposes into fused matmuls (tg-fold-transposes)",
-                        [](OpPassManager &pm) {
-                          pm.addPass(tg::createTGFoldTransposes());
-                        })))
+        failed(
+            foldTransposesAgain(module, fusion.transposesReportFile, progress)))
       return failure();
   }
-  if (fusion.shadows && amp.mode != "off" && !numerics.enabled) {
+  if (fusion.shadows && !numerics.enabled &&
+      (amp.mode != "off" || !fusion.shadowsReportFile.empty())) {
+    tg::TGShadowWeightsOptions options;
+    options.reportFile = fusion.shadowsReportFile;
     if (failed(runPhase(module, progress,
                         "low-precision weight shadows (tg-shadow-weights)",
-                        [](OpPassManager &pm) {
-                          pm.addPass(tg::createTGShadowWeights());
+                        [&](OpPassManager &pm) {
+                          pm.addPass(tg::createTGShadowWeights(options));
                         })))
       return failure();
   }

@@ -59,6 +59,13 @@ struct FusionConfig {
   bool shadows = true;
   /// Where tg-fuse-epilogues writes its report (none when empty).
   std::string reportFile;
+  /// Where tg-fold-transposes writes its report: both of its runs, the
+  /// second's decisions after the first's.
+  std::string transposesReportFile;
+  /// Where tg-shadow-weights writes its report. With a report asked for, the
+  /// pass runs on FP32 steps too, where it finds no casts and changes
+  /// nothing.
+  std::string shadowsReportFile;
 };
 
 /// Whether to run tg-data-parallel before mixed precision, with its bucket

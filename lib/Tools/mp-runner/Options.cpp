@@ -25,12 +25,29 @@ llvm::Error tools::checkOptions(const Options &o) {
                "'");
   if (!o.layoutReport.empty() && o.layout == "off")
     return bad("--layout-report needs a layout other than off");
-  if (!o.fusionReport.empty() && !o.fuseEpilogues)
-    return bad("--fusion-report needs --fuse-epilogues");
-  if (!o.fusionReport.empty() &&
-      (o.checkNumerics || !o.rangeStats.empty() || !o.adaptPrecision.empty()))
-    return bad("--fusion-report: --check-numerics, --range-stats and "
-               "--adapt-precision leave the step unfused");
+  // The reports of the passes that the numerics checks turn off.
+  struct PassReport {
+    const llvm::cl::opt<std::string> &report;
+    const llvm::cl::opt<bool> &pass;
+    const char *withoutIt;
+  };
+  for (const PassReport &r :
+       {PassReport{o.fusionReport, o.fuseEpilogues, "leave the step unfused"},
+        PassReport{o.transposesReport, o.foldTransposes,
+                   "leave its transposes as they are"},
+        PassReport{o.shadowsReport, o.shadowWeights,
+                   "leave the weights without shadows"}}) {
+    if (r.report.empty())
+      continue;
+    std::string flag = ("--" + r.report.ArgStr).str();
+    if (!r.pass)
+      return bad(flag + " needs --" + r.pass.ArgStr);
+    if (o.checkNumerics || !o.rangeStats.empty() || !o.adaptPrecision.empty())
+      return bad(flag +
+                 ": --check-numerics, --range-stats and "
+                 "--adapt-precision " +
+                 r.withoutIt);
+  }
   if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "auto")
     return bad("--backend must be cpu, cuda or auto, not '" + o.backend + "'");
   if (o.steps < 1 || o.steps > runner::kMaxSteps)

@@ -80,6 +80,18 @@ struct Options {
                      "matmul, what joined its epilogue, and where its chain "
                      "stopped"),
       llvm::cl::init(""), llvm::cl::cat(category)};
+  llvm::cl::opt<std::string> transposesReport{
+      "transposes-report",
+      llvm::cl::desc("Write tg-fold-transposes' report (JSON) here: each "
+                     "transpose, and whether it was folded into the matmuls, "
+                     "computed as a swapped product, or kept, and why"),
+      llvm::cl::init(""), llvm::cl::cat(category)};
+  llvm::cl::opt<std::string> shadowsReport{
+      "shadows-report",
+      llvm::cl::desc("Write tg-shadow-weights' report (JSON) here: each "
+                     "parameter, and its low-precision shadow or why it has "
+                     "none"),
+      llvm::cl::init(""), llvm::cl::cat(category)};
   llvm::cl::opt<std::string> backend{
       "backend",
       llvm::cl::desc("cpu, cuda or auto (default: the GPU "

@@ -100,7 +100,7 @@ int mp::runnerMain(int argc, char **argv) {
   if (ranks->rank() != 0) {
     for (llvm::cl::opt<std::string> *file :
          {&o.log, &o.summary, &o.checkpoint, &o.plot, &o.layoutReport,
-          &o.fusionReport})
+          &o.fusionReport, &o.transposesReport, &o.shadowsReport})
       file->setValue("");
     llvm::outs().flush();
     int null = ::open("/dev/null", O_WRONLY);

@@ -139,6 +139,8 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.fusion.shadows = o.shadowWeights;
   options.fusion.epilogues = o.fuseEpilogues;
   options.fusion.reportFile = o.fusionReport;
+  options.fusion.transposesReportFile = o.transposesReport;
+  options.fusion.shadowsReportFile = o.shadowsReport;
   options.numerics = numerics;
   options.backend = backend.backend;
   options.optLevel = o.optLevel;

@@ -2,11 +2,11 @@
 // epilogue and what reads the value where its chain stopped.
 // RUN: mp-opt %s --tg-fuse-epilogues="report=%t.json" -o %t.mlir
 // RUN: FileCheck %s --input-file=%t.json
-// RUN: %python %S/check-fusion-report.py %t.json --ir %t.mlir | FileCheck %s --check-prefix=SUM
+// RUN: %python %S/check-pass-report.py fusion %t.json --ir %t.mlir | FileCheck %s --check-prefix=SUM
 // The options are recorded, and what they turn off is not fused.
 // RUN: mp-opt %s --tg-fuse-epilogues="report=%t.off.json activation=false bias-grad=false" -o %t.off.mlir
 // RUN: FileCheck %s --input-file=%t.off.json --check-prefix=OFF
-// RUN: %python %S/check-fusion-report.py %t.off.json --ir %t.off.mlir | FileCheck %s --check-prefix=SUMOFF
+// RUN: %python %S/check-pass-report.py fusion %t.off.json --ir %t.off.mlir | FileCheck %s --check-prefix=SUMOFF
 // A report that cannot be written is an error that names the file.
 // RUN: not mp-opt %s --tg-fuse-epilogues="report=%t.missing/r.json" 2>&1 | FileCheck %s --check-prefix=NOFILE
 

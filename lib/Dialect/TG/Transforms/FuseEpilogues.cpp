@@ -29,7 +29,6 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <limits>
@@ -170,24 +169,6 @@ struct Chain {
   }
 };
 
-/// Where an op is, for the report: its name (an ONNX node's) where it has
-/// one, else its first file:line:col, else the printed location.
-std::string reportLocation(Location loc) {
-  bool named = false;
-  std::string file;
-  loc->walk([&](Location inner) {
-    if (isa<NameLoc>(inner)) {
-      named = true;
-      return WalkResult::interrupt();
-    }
-    if (auto f = dyn_cast<FileLineColLoc>(inner); f && file.empty())
-      file = llvm::formatv("{0}:{1}:{2}", f.getFilename().getValue(),
-                           f.getLine(), f.getColumn());
-    return WalkResult::advance();
-  });
-  return named || file.empty() ? getLocationName(loc) : file;
-}
-
 /// Whether the product accumulates precisely enough for its epilogue to be
 /// computed in the same type: f32 or wider (the AMP pass's choice).
 bool accumulatesWide(MatmulOp matmul) {
@@ -248,7 +229,7 @@ private:
     FloatType compute =
         cast<PrecisionOpInterface>(m.getOperation()).getComputeType();
     llvm::json::Object entry{
-        {"location", reportLocation(m.getLoc())},
+        {"location", getReportLocation(m.getLoc())},
         {"function", fn ? fn.getSymName().str() : std::string()},
         {"result", printed(m.getType())},
         {"compute", compute ? printed(compute) : std::string("none")},

@@ -14,6 +14,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -271,6 +272,22 @@ std::string mp::tg::getLocationName(Location loc) {
   llvm::raw_string_ostream os(str);
   loc.print(os);
   return str;
+}
+
+std::string mp::tg::getReportLocation(Location loc) {
+  bool named = false;
+  std::string file;
+  loc->walk([&](Location inner) {
+    if (isa<NameLoc>(inner)) {
+      named = true;
+      return WalkResult::interrupt();
+    }
+    if (auto f = dyn_cast<FileLineColLoc>(inner); f && file.empty())
+      file = llvm::formatv("{0}:{1}:{2}", f.getFilename().getValue(),
+                           f.getLine(), f.getColumn());
+    return WalkResult::advance();
+  });
+  return named || file.empty() ? getLocationName(loc) : file;
 }
 
 std::string mp::tg::getValueName(Value v) {

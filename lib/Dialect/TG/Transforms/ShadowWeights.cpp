@@ -4,7 +4,8 @@
 // bf16 a shadow: a state argument holding the weight already rounded, read
 // where the casts were, and refreshed by a cast of the updated weight that
 // the lowering fuses into the optimizer update. The step stops reading its
-// master weights once more per step to cast them.
+// master weights once more per step to cast them. With report=<file>, the
+// outcome for every parameter is written as JSON.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,8 @@
 
 #include "mp/Dialect/TG/IR/TGOps.h"
 #include "mp/Dialect/TG/IR/TrainStep.h"
+#include "mp/Dialect/TG/Transforms/PrecisionPolicy.h"
+#include "mp/Support/Json.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -58,13 +61,20 @@ public:
     SmallVector<FunctionOpInterface> steps;
     // A step that is called keeps its signature.
     getOperation().walk([&](FunctionOpInterface fn) {
-      if (isTrainStep(fn) && !fn.isExternal() &&
-          SymbolTable::symbolKnownUseEmpty(fn, getOperation()))
+      if (!isTrainStep(fn) || fn.isExternal())
+        return;
+      if (SymbolTable::symbolKnownUseEmpty(fn, getOperation()))
         steps.push_back(fn);
+      else if (!reportFile.empty())
+        keptSteps.push_back(llvm::json::Object{
+            {"function", fn.getName().str()},
+            {"reason", "it is called, so its signature stays"}});
     });
     for (FunctionOpInterface fn : steps)
       if (failed(shadow(fn)))
         return signalPassFailure();
+    if (!reportFile.empty() && failed(writeReport()))
+      return signalPassFailure();
   }
 
 private:
@@ -83,12 +93,10 @@ private:
     unsigned params = sig->arguments.size();
     for (unsigned k = 0; k < params; ++k) {
       const StepArgument &a = sig->arguments[k];
-      if (a.role != ArgRole::Param || !a.updatedBy)
+      if (a.role != ArgRole::Param)
         continue;
       Value param = body.getArgument(k);
       auto type = cast<RankedTensorType>(param.getType());
-      if (!type.getElementType().isF32())
-        continue;
       // Its casts to one narrower type, and its update, returned as its.
       SmallVector<CastOp> casts;
       Type low;
@@ -103,8 +111,36 @@ private:
           casts.push_back(c);
         }
       Value updated = updatedValue(param);
-      if (casts.empty() || mixed || !updated ||
-          terminator->getOperand(*a.updatedBy) != updated)
+      StringRef reason;
+      if (!a.updatedBy)
+        reason = "the step does not update it";
+      else if (!type.getElementType().isF32())
+        reason = "only f32 master weights get a shadow";
+      else if (casts.empty())
+        reason = "the step never casts it to f16 or bf16";
+      else if (mixed)
+        reason = "the step casts it to both f16 and bf16";
+      else if (!updated)
+        reason = "no single tg.sgd_update or tg.adam_update updates it";
+      else if (terminator->getOperand(*a.updatedBy) != updated)
+        reason = "the step returns another value than its optimizer "
+                 "update's as its new value";
+      llvm::json::Object *entry = nullptr;
+      if (!reportFile.empty()) {
+        decisions.push_back(
+            llvm::json::Object{{"function", fn.getName().str()},
+                               {"param", a.name.str()},
+                               {"location", getReportLocation(param.getLoc())},
+                               {"type", printed(type)},
+                               {"shadowed", reason.empty()}});
+        entry = decisions.back().getAsObject();
+        if (!reason.empty())
+          (*entry)["reason"] = reason.str();
+        else
+          (*entry)["update"] =
+              updated.getDefiningOp()->getName().getStringRef().str();
+      }
+      if (!reason.empty())
         continue;
       std::string name = ("amp.shadow." + a.name).str();
       if (!names.insert(name).second)
@@ -141,7 +177,39 @@ private:
         return failure();
       terminator->insertOperands(terminator->getNumOperands(), next);
       ++numShadows;
+      ++shadows;
+      castsReplaced += casts.size();
+      if (entry) {
+        (*entry)["shadow"] = name;
+        (*entry)["shadow_type"] = printed(shadowType);
+        (*entry)["casts_replaced"] = int64_t(casts.size());
+      }
     }
+    return success();
+  }
+
+  static std::string printed(Type type) {
+    std::string s;
+    llvm::raw_string_ostream(s) << type;
+    return s;
+  }
+
+  /// One entry per parameter of every step the pass rewrites, and one per
+  /// step it leaves as it is (the statistics are compiled out of release
+  /// builds of LLVM, so the report counts for itself).
+  llvm::json::Array decisions, keptSteps;
+  int64_t shadows = 0, castsReplaced = 0;
+
+  LogicalResult writeReport() {
+    llvm::json::Object report{{"params", int64_t(decisions.size())},
+                              {"shadows", shadows},
+                              {"casts_replaced", castsReplaced},
+                              {"decisions", std::move(decisions)},
+                              {"steps_kept", std::move(keptSteps)}};
+    if (llvm::Error e =
+            writeJsonFile(reportFile, llvm::json::Value(std::move(report))))
+      return getOperation()->emitError()
+             << "tg-shadow-weights: report: " << llvm::toString(std::move(e));
     return success();
   }
 };

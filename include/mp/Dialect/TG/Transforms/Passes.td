@@ -400,8 +400,23 @@ def TGFoldTransposes : Pass<"tg-fold-transposes", "::mlir::ModuleOp"> {
     Run it after differentiation and mixed precision (the transposes of a
     training step exist only then) and before `tg-fuse-epilogues`, which
     only grows chains from plain `tg.matmul`s.
+
+    With `report=<file>`, the pass writes what became of every
+    `tg.transpose` that had readers as JSON (to a temporary file renamed
+    over `<file>`): its location, function, permutation and result type;
+    how many matmul operands now read it through a flag; whether the
+    product it transposes was computed swapped instead, or why not (other
+    readers, an operand broadcast over the batch, an epilogue that does not
+    commute); whether it was erased, and if not, the ops that still read
+    it (a transpose that moves more than the last two dimensions says so).
+    Totals come first.
   }];
   let dependentDialects = ["::mp::tg::TGDialect"];
+  let options = [
+    Option<"reportFile", "report", "std::string", /*default=*/"\"\"",
+           "Write the report (JSON): each transpose the step reads, and "
+           "whether it was folded, swapped or kept, and why">,
+  ];
   let statistics = [
     Statistic<"numOperandsFolded", "operands-folded",
               "Matmul operands read through a transpose flag"
@@ -458,8 +473,22 @@ def TGShadowWeights : Pass<"tg-shadow-weights", "::mlir::ModuleOp"> {
     steps that are called (their signature stays). Run it last
     before lowering: after mixed precision, loss scaling and the layout and
     fusion passes.
+
+    With `report=<file>`, the pass writes what it decided for every
+    parameter of the steps it rewrites as JSON (to a temporary file renamed
+    over `<file>`): the parameter's name, location and type, and either
+    its shadow (name, type, the update that refreshes it, the casts it
+    replaced) or why it has none (not updated by the step, not f32, never
+    cast, cast to both low types, no single optimizer update, another value
+    returned as its new value). Steps left alone because they are called
+    are listed with that reason. Totals come first.
   }];
   let dependentDialects = ["::mp::tg::TGDialect"];
+  let options = [
+    Option<"reportFile", "report", "std::string", /*default=*/"\"\"",
+           "Write the report (JSON): each parameter, and its shadow or why "
+           "it has none">,
+  ];
   let statistics = [
     Statistic<"numShadows", "shadows", "Parameters given a shadow">,
     Statistic<"numCastsReplaced", "casts-replaced",

@@ -105,6 +105,11 @@ private:
 /// location.
 std::string getLocationName(mlir::Location loc);
 
+/// Where an op is, for the passes' reports: the name of a NameLoc (an ONNX
+/// node's, a model's layer) where there is one, else its first
+/// file:line:col, else the printed location.
+std::string getReportLocation(mlir::Location loc);
+
 /// A readable name for `v`: its producer's location name, or for a function
 /// argument the name of its training-step role (else `arg<N>`).
 std::string getValueName(mlir::Value v);
