@@ -446,8 +446,7 @@ FailureOr<StepSignature> runner::lowerStep(ModuleOp module,
             foldTransposesAgain(module, fusion.transposesReportFile, progress)))
       return failure();
   }
-  if (fusion.shadows && !numerics.enabled &&
-      (amp.mode != "off" || !fusion.shadowsReportFile.empty())) {
+  if (fusion.shadows && amp.mode != "off" && !numerics.enabled) {
     tg::TGShadowWeightsOptions options;
     options.reportFile = fusion.shadowsReportFile;
     if (failed(runPhase(module, progress,

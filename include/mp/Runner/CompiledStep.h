@@ -62,9 +62,8 @@ struct FusionConfig {
   /// Where tg-fold-transposes writes its report: both of its runs, the
   /// second's decisions after the first's.
   std::string transposesReportFile;
-  /// Where tg-shadow-weights writes its report. With a report asked for, the
-  /// pass runs on FP32 steps too, where it finds no casts and changes
-  /// nothing.
+  /// Where tg-shadow-weights writes its report (which a step compiled without
+  /// mixed precision, where the pass does not run, does not write).
   std::string shadowsReportFile;
 };
 

@@ -65,6 +65,10 @@ llvm::Error Driver::resolve() {
     return error("--compare needs --amp=f16 or --amp=bf16 to compare with "
                  "FP32" +
                  autoChoseFp32);
+  if (!o.shadowsReport.empty() && ampMode == "off")
+    return error("--shadows-report needs --amp=f16 or --amp=bf16: an FP32 "
+                 "step casts no weights to shadow" +
+                 autoChoseFp32);
   if (!o.ampOptions.empty() && ampMode == "off")
     return error("--amp-options given, but this run is FP32" + autoChoseFp32 +
                  "; ask for --amp=f16 or --amp=bf16");

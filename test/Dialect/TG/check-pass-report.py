@@ -75,7 +75,7 @@ def check_transposes(report, ir, error):
             error(f"{where}: erased, but neither folded nor swapped")
         if d["erased"] == ("kept_for" in d):
             error(f"{where}: erased and kept_for disagree")
-        if not d["erased"] and not d["kept_for"]:
+        if not d["erased"] and not d.get("kept_for"):
             error(f"{where}: kept, but nothing reads it")
         if "product_swapped" in d and "product_not_swapped" in d:
             error(f"{where}: both swapped and not swapped")

@@ -10,7 +10,7 @@
 // A report that cannot be written is an error that names the file.
 // RUN: not mp-opt %s --tg-fold-transposes="report=%t.missing/r.json" 2>&1 | FileCheck %s --check-prefix=NOFILE
 
-// SUM: 6 transposes, 2 erased, 1 products swapped, 3 operands folded: consistent with the IR
+// SUM: 9 transposes, 4 erased, 1 products swapped, 5 operands folded: consistent with the IR
 // NOFILE: error: tg-fold-transposes: report: {{.*}}missing/r.json
 
 // Keys print in alphabetical order; the totals come after the decisions.
@@ -66,14 +66,30 @@
 // CHECK-NEXT: "location": "also_added",
 // CHECK-NEXT: "operands_folded": 1,
 
-// CHECK: "erased": 2,
-// CHECK-NEXT: "operands_folded": 3,
+// A swap of a swap: the matmul reads through both, each counts its fold.
+// CHECK: "erased": true,
+// CHECK-NEXT: "function": "report",
+// CHECK-NEXT: "location": "chain_inner",
+// CHECK-NEXT: "operands_folded": 1,
+// CHECK: "erased": true,
+// CHECK-NEXT: "function": "report",
+// CHECK-NEXT: "location": "chain_outer",
+// CHECK-NEXT: "operands_folded": 1,
+
+// A fused product with a bias: the transpose does not commute with it.
+// CHECK: "location": "fused_t",
+// CHECK: "product_not_swapped": "the fused product's epilogue is more than a scale, and does not commute with the transpose",
+
+// CHECK: "erased": 4,
+// CHECK-NEXT: "operands_folded": 5,
 // CHECK-NEXT: "products_swapped": 1,
-// CHECK-NEXT: "transposes": 6
+// CHECK-NEXT: "transposes": 9
 func.func @report(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>, %dy: tensor<8x3xf32>,
-                  %xb: tensor<2x8x4xf32>, %v: tensor<4x6xf32>, %u: tensor<4x4xf32>)
+                  %xb: tensor<2x8x4xf32>, %v: tensor<4x6xf32>, %u: tensor<4x4xf32>,
+                  %bias: tensor<3xf32>)
     -> (tensor<8x3xf32>, tensor<8x3xf32>, tensor<3x4xf32>, tensor<4x3xf32>, tensor<3x4xf32>,
-        tensor<2x6x8xf32>, tensor<8x2x6xf32>, tensor<8x4xf32>, tensor<4x4xf32>) {
+        tensor<2x6x8xf32>, tensor<8x2x6xf32>, tensor<8x4xf32>, tensor<4x4xf32>,
+        tensor<8x4xf32>, tensor<3x8xf32>) {
   %wt = tg.transpose %w permutation = [1, 0] : (tensor<3x4xf32>) -> tensor<4x3xf32> loc("weight_t")
   %y = tg.matmul %x, %wt : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
   %y2 = tg.matmul %x, %wt : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
@@ -88,7 +104,13 @@ func.func @report(%x: tensor<8x4xf32>, %w: tensor<3x4xf32>, %dy: tensor<8x3xf32>
   %ut = tg.transpose %u permutation = [1, 0] : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("also_added")
   %xu = tg.matmul %x, %ut : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
   %add = tg.add %ut, %u : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-  return %y, %y2, %gt, %s, %st, %bt, %pv, %xu, %add
+  %c1 = tg.transpose %u permutation = [1, 0] : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("chain_inner")
+  %c2 = tg.transpose %c1 permutation = [1, 0] : (tensor<4x4xf32>) -> tensor<4x4xf32> loc("chain_outer")
+  %xc = tg.matmul %x, %c2 : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  %f = tg.fused_matmul %x, %w transpose_rhs bias(%bias) : (tensor<8x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<8x3xf32>
+  %ft = tg.transpose %f permutation = [1, 0] : (tensor<8x3xf32>) -> tensor<3x8xf32> loc("fused_t")
+  return %y, %y2, %gt, %s, %st, %bt, %pv, %xu, %add, %xc, %ft
       : tensor<8x3xf32>, tensor<8x3xf32>, tensor<3x4xf32>, tensor<4x3xf32>, tensor<3x4xf32>,
-        tensor<2x6x8xf32>, tensor<8x2x6xf32>, tensor<8x4xf32>, tensor<4x4xf32>
+        tensor<2x6x8xf32>, tensor<8x2x6xf32>, tensor<8x4xf32>, tensor<4x4xf32>,
+        tensor<8x4xf32>, tensor<3x8xf32>
 }

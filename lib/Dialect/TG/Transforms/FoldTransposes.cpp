@@ -65,6 +65,9 @@ public:
   using TGFoldTransposesBase::TGFoldTransposesBase;
 
   void runOnOperation() override {
+    // A pass manager may run this instance again.
+    records.clear();
+    recordOf.clear();
     // Products first, so that the operands of a swapped matmul fold too.
     // Only transposes that had uses are erased once dead: the pass removes
     // what it made redundant and leaves the rest of the IR as it was.

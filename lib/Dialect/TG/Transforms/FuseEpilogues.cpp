@@ -183,6 +183,10 @@ public:
   using TGFuseEpiloguesBase::TGFuseEpiloguesBase;
 
   void runOnOperation() override {
+    // A pass manager may run this instance again.
+    totals = Totals();
+    operandScalings.clear();
+    scalars.clear();
     SmallVector<MatmulOp> matmuls;
     getOperation()->walk([&](MatmulOp m) { matmuls.push_back(m); });
     if (scale)

@@ -58,6 +58,10 @@ public:
   using TGShadowWeightsBase::TGShadowWeightsBase;
 
   void runOnOperation() override {
+    // A pass manager may run this instance again.
+    decisions = llvm::json::Array();
+    keptSteps = llvm::json::Array();
+    shadows = castsReplaced = 0;
     SmallVector<FunctionOpInterface> steps;
     // A step that is called keeps its signature.
     getOperation().walk([&](FunctionOpInterface fn) {
@@ -93,7 +97,8 @@ private:
     unsigned params = sig->arguments.size();
     for (unsigned k = 0; k < params; ++k) {
       const StepArgument &a = sig->arguments[k];
-      if (a.role != ArgRole::Param)
+      // (A step's signature gives every parameter its update.)
+      if (a.role != ArgRole::Param || !a.updatedBy)
         continue;
       Value param = body.getArgument(k);
       auto type = cast<RankedTensorType>(param.getType());
@@ -112,9 +117,7 @@ private:
         }
       Value updated = updatedValue(param);
       StringRef reason;
-      if (!a.updatedBy)
-        reason = "the step does not update it";
-      else if (!type.getElementType().isF32())
+      if (!type.getElementType().isF32())
         reason = "only f32 master weights get a shadow";
       else if (casts.empty())
         reason = "the step never casts it to f16 or bf16";

@@ -409,7 +409,7 @@ def TGFoldTransposes : Pass<"tg-fold-transposes", "::mlir::ModuleOp"> {
     readers, an operand broadcast over the batch, an epilogue that does not
     commute); whether it was erased, and if not, the ops that still read
     it (a transpose that moves more than the last two dimensions says so).
-    Totals come first.
+    Keys are in alphabetical order.
   }];
   let dependentDialects = ["::mp::tg::TGDialect"];
   let options = [
@@ -478,10 +478,10 @@ def TGShadowWeights : Pass<"tg-shadow-weights", "::mlir::ModuleOp"> {
     parameter of the steps it rewrites as JSON (to a temporary file renamed
     over `<file>`): the parameter's name, location and type, and either
     its shadow (name, type, the update that refreshes it, the casts it
-    replaced) or why it has none (not updated by the step, not f32, never
-    cast, cast to both low types, no single optimizer update, another value
-    returned as its new value). Steps left alone because they are called
-    are listed with that reason. Totals come first.
+    replaced) or why it has none (not f32, never cast, cast to both low
+    types, no single optimizer update, another value returned as its new
+    value). Steps left alone because they are called are listed with that
+    reason. Keys are in alphabetical order.
   }];
   let dependentDialects = ["::mp::tg::TGDialect"];
   let options = [
@@ -574,7 +574,7 @@ def TGFuseEpilogues : Pass<"tg-fuse-epilogues", "::mlir::ModuleOp"> {
     value where its chain stopped, which say why it stopped there (a GELU
     whose gradient also reads its input, a softmax, a second reader).
     Matmuls that accumulate in a low-precision type are listed with that
-    reason. Totals come first.
+    reason. Keys are in alphabetical order.
   }];
   let dependentDialects = ["::mp::tg::TGDialect"];
   let options = [
