@@ -107,12 +107,12 @@ def check_shadows(report, ir, error):
         elif not d.get("reason"):
             error(f"{where}: no shadow, and no reason given")
     if ir is not None:
+        args = set(re.findall(r'(\S+) \{tg\.shadow_of = "([^"]*)", '
+                              r'tg\.state = "([^"]*)"\}', ir))
+        updates = set(re.findall(r'\{tg\.update = "([^"]*)"\}', ir))
         for d in shadowed:
-            arg = (rf'{re.escape(d["shadow_type"])} \{{tg\.shadow_of = '
-                   rf'"{re.escape(d["param"])}", tg\.state = '
-                   rf'"{re.escape(d["shadow"])}"\}}')
-            update = rf'\{{tg\.update = "{re.escape(d["shadow"])}"\}}'
-            if not re.search(arg, ir) or not re.search(update, ir):
+            if ((d["shadow_type"], d["param"], d["shadow"]) not in args or
+                    d["shadow"] not in updates):
                 error(f"{d['param']} ({d['function']}): the IR has no shadow "
                       f"argument {d['shadow']} with its update")
     summary = (f"{len(decisions)} parameters, {len(shadowed)} shadows, "
