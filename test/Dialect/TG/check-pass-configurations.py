@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Runs the mixed-precision, layout, data-parallel and epilogue-fusion
-passes in many configurations over IR files.
+"""Runs the mixed-precision, layout, data-parallel, transpose-folding,
+epilogue-fusion, weight-shadow and numerics-check passes in many
+configurations over IR files.
 
 usage: check-pass-configurations.py MP_OPT FILE...
 
@@ -58,6 +59,14 @@ CONFIGS = [
     ("--tg-mixed-precision=compute-type=bf16", "--tg-shadow-weights"),
     ("--tg-mixed-precision", "--tg-fuse-epilogues", "--tg-shadow-weights",
      "--tg-check-numerics"),
+    # The runner's order, every pass writing its report.
+    ("--tg-mixed-precision=compute-type=bf16",
+     "--tg-fold-transposes=report={dir}/transposes.json",
+     "--tg-fuse-epilogues=report={dir}/fusion.json",
+     "--tg-fold-transposes=report={dir}/transposes2.json",
+     "--tg-shadow-weights=report={dir}/shadows.json"),
+    ("--tg-mixed-precision=level=force-all",
+     "--tg-shadow-weights=report={dir}/shadows.json"),
 ]
 # Errors the passes may legitimately report on some inputs.
 EXPECTED = re.compile(r"tg-insert-loss-scaling: (a training step needs|the "
