@@ -19,6 +19,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/ScopedPrinter.h"
 
 namespace mp::tg {
 #define GEN_PASS_DEF_TGFOLDTRANSPOSES
@@ -240,11 +241,6 @@ private:
   }
 
   static Record describe(TransposeOp t) {
-    auto printed = [](auto x) {
-      std::string s;
-      llvm::raw_string_ostream(s) << x;
-      return s;
-    };
     auto fn = t->getParentOfType<func::FuncOp>();
     llvm::json::Array perm;
     for (int64_t d : t.getPermutation())
@@ -254,7 +250,7 @@ private:
         {"location", getReportLocation(t.getLoc())},
         {"function", fn ? fn.getSymName().str() : std::string()},
         {"permutation", std::move(perm)},
-        {"result", printed(t.getType())}};
+        {"result", llvm::to_string(t.getType())}};
     if (!swapsLastTwo(t))
       r.entry["reason"] = "it moves more than the last two dimensions, "
                           "which no transpose flag reads";

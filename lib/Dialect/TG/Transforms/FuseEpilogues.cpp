@@ -29,6 +29,7 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/ScopedPrinter.h"
 
 #include <cmath>
 #include <limits>
@@ -224,19 +225,14 @@ private:
   /// The report's entry for one matmul, written before it is fused.
   llvm::json::Object describe(Chain &c, bool fuses) {
     MatmulOp m = c.matmul;
-    auto printed = [](auto x) {
-      std::string s;
-      llvm::raw_string_ostream(s) << x;
-      return s;
-    };
     auto fn = m->getParentOfType<func::FuncOp>();
     FloatType compute =
         cast<PrecisionOpInterface>(m.getOperation()).getComputeType();
     llvm::json::Object entry{
         {"location", getReportLocation(m.getLoc())},
         {"function", fn ? fn.getSymName().str() : std::string()},
-        {"result", printed(m.getType())},
-        {"compute", compute ? printed(compute) : std::string("none")},
+        {"result", llvm::to_string(m.getType())},
+        {"compute", compute ? llvm::to_string(compute) : std::string("none")},
         {"fused", fuses}};
     ++totals.matmuls;
     if (!compute) {
@@ -244,7 +240,8 @@ private:
       return entry;
     }
     if (!accumulatesWide(m)) {
-      entry["reason"] = "the product accumulates in " + printed(compute) +
+      entry["reason"] = "the product accumulates in " +
+                        llvm::to_string(compute) +
                         "; an epilogue in that type would round where the "
                         "ops after it do not";
       return entry;
