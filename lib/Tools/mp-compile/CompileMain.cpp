@@ -60,6 +60,23 @@ int mp::compileMain(int argc, char **argv) {
       cl::init(25.0), cl::cat(category));
   cl::opt<std::string> entry("entry", cl::desc("The step function"),
                              cl::init(""), cl::cat(category));
+  // The passes' reports, as mp-runner writes them (the AMP pass's is
+  // --amp-options=report=FILE); not tg-shadow-weights', which mp-compile
+  // does not run.
+  cl::opt<std::string> layoutReport(
+      "layout-report", cl::desc("Write tg-assign-layout's report (JSON) here"),
+      cl::init(""), cl::cat(category));
+  cl::opt<std::string> fusionReport(
+      "fusion-report",
+      cl::desc("Write tg-fuse-epilogues' report (JSON) here: each matmul, "
+               "what joined its epilogue, and where its chain stopped"),
+      cl::init(""), cl::cat(category));
+  cl::opt<std::string> transposesReport(
+      "transposes-report",
+      cl::desc("Write tg-fold-transposes' report (JSON) here: each "
+               "transpose, and whether it was folded into the matmuls, "
+               "computed as a swapped product, or kept, and why"),
+      cl::init(""), cl::cat(category));
   DifferentiationFlags differentiation(category);
   ImportFlags importing(category);
   cl::HideUnrelatedOptions(category);
@@ -74,6 +91,11 @@ int mp::compileMain(int argc, char **argv) {
       layout != "off") {
     llvm::errs() << "mp-compile: error: --layout must be auto, nhwc, nchw "
                     "or off\n";
+    return 1;
+  }
+  if (!layoutReport.empty() && layout == "off") {
+    llvm::errs() << "mp-compile: error: --layout-report needs a layout other "
+                    "than off\n";
     return 1;
   }
   if (!(bucketMb >= 0) || !std::isfinite(bucketMb)) {
@@ -117,6 +139,7 @@ int mp::compileMain(int argc, char **argv) {
   config.options = ampOptions;
   LayoutConfig layoutConfig;
   layoutConfig.layout = layout;
+  layoutConfig.reportFile = layoutReport;
   ParallelConfig parallel;
   parallel.enabled = dataParallel;
   parallel.bucketMb = bucketMb;
@@ -124,6 +147,8 @@ int mp::compileMain(int argc, char **argv) {
   // (tg.shadow_of), which the header does not describe.
   FusionConfig fusion;
   fusion.shadows = false;
+  fusion.reportFile = fusionReport;
+  fusion.transposesReportFile = transposesReport;
   FailureOr<StepSignature> sig = lowerStep(*module, cName, config,
                                            NumericsConfig(), nullptr,
                                            layoutConfig, parallel, fusion);
