@@ -13,6 +13,7 @@
 #include "mp/Support/FileOutput.h"
 #include "mp/Tools/DifferentiationFlags.h"
 #include "mp/Tools/ImportFlags.h"
+#include "mp/Tools/ReportFlags.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/CommandLine.h"
@@ -60,25 +61,11 @@ int mp::compileMain(int argc, char **argv) {
       cl::init(25.0), cl::cat(category));
   cl::opt<std::string> entry("entry", cl::desc("The step function"),
                              cl::init(""), cl::cat(category));
-  // The passes' reports, as mp-runner writes them (the AMP pass's is
-  // --amp-options=report=FILE); not tg-shadow-weights', which mp-compile
-  // does not run.
-  cl::opt<std::string> layoutReport(
-      "layout-report", cl::desc("Write tg-assign-layout's report (JSON) here"),
-      cl::init(""), cl::cat(category));
-  cl::opt<std::string> fusionReport(
-      "fusion-report",
-      cl::desc("Write tg-fuse-epilogues' report (JSON) here: each matmul, "
-               "what joined its epilogue, and where its chain stopped"),
-      cl::init(""), cl::cat(category));
-  cl::opt<std::string> transposesReport(
-      "transposes-report",
-      cl::desc("Write tg-fold-transposes' report (JSON) here: each "
-               "transpose, and whether it was folded into the matmuls, "
-               "computed as a swapped product, or kept, and why"),
-      cl::init(""), cl::cat(category));
   DifferentiationFlags differentiation(category);
   ImportFlags importing(category);
+  // The passes' reports, as mp-runner writes them (the AMP pass's is
+  // --amp-options=report=FILE).
+  ReportFlags reports(category);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "mp-compile: compile a tg training step to an "
@@ -93,9 +80,9 @@ int mp::compileMain(int argc, char **argv) {
                     "or off\n";
     return 1;
   }
-  if (!layoutReport.empty() && layout == "off") {
-    llvm::errs() << "mp-compile: error: --layout-report needs a layout other "
-                    "than off\n";
+  if (llvm::Error err = reports.check(layout)) {
+    llvm::errs() << "mp-compile: error: " << llvm::toString(std::move(err))
+                 << "\n";
     return 1;
   }
   if (!(bucketMb >= 0) || !std::isfinite(bucketMb)) {
@@ -139,7 +126,6 @@ int mp::compileMain(int argc, char **argv) {
   config.options = ampOptions;
   LayoutConfig layoutConfig;
   layoutConfig.layout = layout;
-  layoutConfig.reportFile = layoutReport;
   ParallelConfig parallel;
   parallel.enabled = dataParallel;
   parallel.bucketMb = bucketMb;
@@ -147,8 +133,7 @@ int mp::compileMain(int argc, char **argv) {
   // (tg.shadow_of), which the header does not describe.
   FusionConfig fusion;
   fusion.shadows = false;
-  fusion.reportFile = fusionReport;
-  fusion.transposesReportFile = transposesReport;
+  reports.apply(layoutConfig, fusion);
   FailureOr<StepSignature> sig = lowerStep(*module, cName, config,
                                            NumericsConfig(), nullptr,
                                            layoutConfig, parallel, fusion);

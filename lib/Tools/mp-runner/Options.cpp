@@ -23,8 +23,8 @@ llvm::Error tools::checkOptions(const Options &o) {
       o.layout != "off")
     return bad("--layout must be auto, nhwc, nchw or off, not '" + o.layout +
                "'");
-  if (!o.layoutReport.empty() && o.layout == "off")
-    return bad("--layout-report needs a layout other than off");
+  if (llvm::Error err = o.reports.check(o.layout))
+    return err;
   // The reports of the passes that the numerics checks turn off.
   struct PassReport {
     const llvm::cl::opt<std::string> &report;
@@ -32,8 +32,8 @@ llvm::Error tools::checkOptions(const Options &o) {
     const char *withoutIt;
   };
   for (const PassReport &r :
-       {PassReport{o.fusionReport, o.fuseEpilogues, "leave the step unfused"},
-        PassReport{o.transposesReport, o.foldTransposes,
+       {PassReport{o.reports.fusion, o.fuseEpilogues, "leave the step unfused"},
+        PassReport{o.reports.transposes, o.foldTransposes,
                    "leave its transposes as they are"},
         PassReport{o.shadowsReport, o.shadowWeights,
                    "leave the weights without shadows"}}) {

@@ -9,6 +9,7 @@
 
 #include "mp/Tools/DifferentiationFlags.h"
 #include "mp/Tools/ImportFlags.h"
+#include "mp/Tools/ReportFlags.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -70,22 +71,7 @@ struct Options {
                      "step (tg-shadow-weights; the same values; default: "
                      "true)"),
       llvm::cl::init(true), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> layoutReport{
-      "layout-report",
-      llvm::cl::desc("Write tg-assign-layout's report (JSON) here"),
-      llvm::cl::init(""), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> fusionReport{
-      "fusion-report",
-      llvm::cl::desc("Write tg-fuse-epilogues' report (JSON) here: each "
-                     "matmul, what joined its epilogue, and where its chain "
-                     "stopped"),
-      llvm::cl::init(""), llvm::cl::cat(category)};
-  llvm::cl::opt<std::string> transposesReport{
-      "transposes-report",
-      llvm::cl::desc("Write tg-fold-transposes' report (JSON) here: each "
-                     "transpose, and whether it was folded into the matmuls, "
-                     "computed as a swapped product, or kept, and why"),
-      llvm::cl::init(""), llvm::cl::cat(category)};
+  ReportFlags reports{category};
   llvm::cl::opt<std::string> shadowsReport{
       "shadows-report",
       llvm::cl::desc("Write tg-shadow-weights' report (JSON) here: each "

@@ -99,8 +99,8 @@ int mp::runnerMain(int argc, char **argv) {
   }
   if (ranks->rank() != 0) {
     for (llvm::cl::opt<std::string> *file :
-         {&o.log, &o.summary, &o.checkpoint, &o.plot, &o.layoutReport,
-          &o.fusionReport, &o.transposesReport, &o.shadowsReport})
+         {&o.log, &o.summary, &o.checkpoint, &o.plot, &o.reports.layout,
+          &o.reports.fusion, &o.reports.transposes, &o.shadowsReport})
       file->setValue("");
     llvm::outs().flush();
     int null = ::open("/dev/null", O_WRONLY);

@@ -136,14 +136,12 @@ Driver::compile(const std::string &label, const std::string &mode,
   options.amp.policyFile = mode == "off" ? std::string() : policyFile;
   options.layout.layout = o.layout;
   options.layout.target = backend.backend == Backend::CUDA ? "cuda" : "cpu";
-  options.layout.reportFile = o.layoutReport;
   // (lowerStep leaves a step with numerics checks, which --range-stats
   // and --adapt-precision use too, unfused.)
   options.fusion.transposes = o.foldTransposes;
   options.fusion.shadows = o.shadowWeights;
   options.fusion.epilogues = o.fuseEpilogues;
-  options.fusion.reportFile = o.fusionReport;
-  options.fusion.transposesReportFile = o.transposesReport;
+  o.reports.apply(options.layout, options.fusion);
   options.fusion.shadowsReportFile = o.shadowsReport;
   options.numerics = numerics;
   options.backend = backend.backend;
