@@ -106,6 +106,14 @@ using TileFn = void (*)(int64_t depth, const float *ap, int64_t lda,
 // The vector operations of each ISA
 //===----------------------------------------------------------------------===//
 
+/// Fetches the lines of `columns` floats from `row` on into L1 (a tile's
+/// row of at most 32 floats spans at most three lines).
+inline void prefetchRow(const float *row, int64_t columns) {
+  for (int64_t j = 0; j < columns; j += 16)
+    _mm_prefetch(reinterpret_cast<const char *>(row + j), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char *>(row + columns - 1), _MM_HINT_T0);
+}
+
 /// A lane mask of the first n of 16 lanes.
 MP_TARGET_AVX512 inline __mmask16 lanes16(int64_t n) {
   return __mmask16(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
@@ -350,6 +358,14 @@ struct Avx2 {
     const float *aRows[R];                                                     \
     _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) aRows[i] =            \
         kInPlace ? ap + i * lda : ap + i;                                      \
+    /* The tile's lines of c and of the addend, fetched while it */            \
+    /* multiplies: in a step they are cold, and the stores and loads after */  \
+    /* the loop would otherwise wait for them. */                              \
+    _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                     \
+      prefetchRow(c + i * ldc, columns);                                       \
+      if (addend && addend != c)                                               \
+        prefetchRow(addend + i * ldc, columns);                                \
+    }                                                                          \
     _Pragma("GCC unroll 4") for (int64_t x = 0; x < depth; ++x) {              \
       V b0 = ISA::load(bp), b1 = ISA::load(bp + kLanes);                       \
       _Pragma("GCC unroll 14") for (int i = 0; i < R; ++i) {                   \
