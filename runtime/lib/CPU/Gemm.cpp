@@ -12,8 +12,8 @@
 //     for each panel of b, for each group of kRows of the thread's rows of a:
 //       the kRows x kColumns tile of c in registers: per step along k, the
 //       tile's two vectors of b and a broadcast of each of its rows of a
-//       feed 2 kRows FMAs; its lines of c are prefetched before the loop,
-//       to be in L1 when it stores them.
+//       feed 2 kRows FMAs; its lines of c (and of a residual added as it
+//       stores) are prefetched before the loop, to be in L1 by then.
 //
 // AVX-512: 14 x 32 tiles, 28 zmm accumulators. AVX2 with FMA: 6 x 16 tiles,
 // 12 ymm accumulators. A panel of b (at most 32 KB) stays in L1 while the
